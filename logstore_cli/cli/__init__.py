@@ -1,0 +1,1 @@
+"""Typer command-line interface: parse arguments, call a service, render through ``Output``."""

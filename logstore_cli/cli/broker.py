@@ -1,0 +1,93 @@
+"""``logstore broker start|stop|status``: the local Kafka broker for development and tests."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from logstore_cli.cli.options import JsonOpt, StateDirOpt
+from logstore_cli.cli.output import Output, simple_table
+from logstore_cli.errors import BrokerError
+from logstore_cli.paths import state_home
+
+app = typer.Typer(
+    help="Start, stop and inspect a local single-node Kafka broker (KRaft, loopback only).",
+    no_args_is_help=True,
+)
+
+
+def _render(title: str, data: dict[str, Any]) -> Any:
+    def render(console: Console) -> None:
+        console.print(simple_table(title, ["", ""], list(data.items())))
+
+    return render
+
+
+@app.command()
+def start(
+    state_dir: StateDirOpt = None,
+    port: Annotated[
+        int | None, typer.Option("--port", help="Broker port; a free one is chosen by default.")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for the broker to answer.")
+    ] = 90.0,
+    json_: JsonOpt = False,
+) -> None:
+    """Format fresh storage, launch the broker, and wait until it answers metadata requests."""
+    from logstore_cli.kafka import local_broker
+
+    out = Output(json_mode=json_)
+    out.info("starting the local Kafka broker …")
+    info = local_broker.start(state_dir or state_home(), port=port, timeout_s=timeout)
+    data = asdict(info)
+    out.success(f"broker up at {info.bootstrap} (pid {info.pid})")
+    out.emit(data, _render("Local Kafka broker", data))
+
+
+@app.command()
+def stop(state_dir: StateDirOpt = None, json_: JsonOpt = False) -> None:
+    """Stop the broker that 'logstore broker start' launched (exactly that pid)."""
+    from logstore_cli.kafka import local_broker
+
+    out = Output(json_mode=json_)
+    info = local_broker.stop(state_dir or state_home())
+    if info is None:
+        out.info("no local broker is recorded as running")
+        out.emit({"stopped": False}, lambda c: None)
+        return
+    out.success(f"stopped the broker (pid {info.pid})")
+    out.emit({"stopped": True, "pid": info.pid}, lambda c: None)
+
+
+@app.command()
+def status(state_dir: StateDirOpt = None, json_: JsonOpt = False) -> None:
+    """Say whether the local broker runs and answers; exit 1 when it does not."""
+    from logstore_cli.kafka import local_broker
+
+    out = Output(json_mode=json_)
+    sd: Path = state_dir or state_home()
+    info = local_broker.read_state(sd)
+    if info is None or not local_broker.is_running(info):
+        out.emit({"running": False}, lambda c: None)
+        raise BrokerError(
+            "no local broker is running", hint="start one with 'logstore broker start'"
+        )
+    answering = local_broker.answers_metadata(info.bootstrap, timeout_s=5.0)
+    data = {
+        "running": True,
+        "answering": answering,
+        **asdict(info),
+        "uptime_s": round(time.time() - info.started_at, 1),
+    }
+    out.emit(data, _render("Local Kafka broker", data))
+    if not answering:
+        raise BrokerError(
+            f"the broker process {info.pid} runs but does not answer on {info.bootstrap}",
+            hint=f"see its log: {info.log_file}",
+        )

@@ -1,0 +1,1 @@
+"""PySpark jobs (ingest, read, verify) and the Spark session set-up. The only package importing pyspark."""

@@ -1,0 +1,1 @@
+"""JVM dependencies: poms kept in the package, resolved from Maven Central with ``mvn``."""

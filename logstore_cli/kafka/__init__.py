@@ -1,0 +1,1 @@
+"""Kafka: the local development broker, and admin/producer/consumer helpers (confluent-kafka)."""
