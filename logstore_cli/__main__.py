@@ -1,0 +1,3 @@
+from logstore_cli.cli.app import main
+
+main()

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Set up everything logstore needs on this machine, idempotently:
+#   .venv with the package (editable) and its dev extras, and the JVM jars from Maven Central.
+# A second run with nothing changed does no network work.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "setup: error: $*" >&2; exit 1; }
+
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1; then PY="$candidate"; break; fi
+  done
+fi
+[ -n "$PY" ] || die "no python3 found; install Python 3.11 or set PYTHON=/path/to/python"
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
+  || die "$PY is $("$PY" --version 2>&1); logstore needs Python >= 3.11 (set PYTHON=...)"
+command -v java >/dev/null 2>&1 || [ -n "${JAVA_HOME:-}" ] \
+  || die "no Java found; install a Java 17 runtime (Spark 4 and Kafka 4 need it)"
+command -v mvn >/dev/null 2>&1 || die "no Maven ('mvn') found; it fetches the Delta and Kafka jars"
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $PY"
+  "$PY" -m venv .venv
+fi
+
+# Reinstall only when the dependency declaration changed.
+stamp=.venv/.logstore-install-stamp
+want="$(sha256sum pyproject.toml | cut -c1-16)"
+if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+  echo "setup: installing logstore and its dependencies into .venv"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  echo "$want" > "$stamp"
+fi
+
+.venv/bin/logstore setup
