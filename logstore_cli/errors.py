@@ -6,6 +6,9 @@ fix it; the exit code is part of the documented CLI contract (see README, "Exit 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 # Documented exit codes.
 EXIT_OK = 0
 EXIT_FAILURE = 1  # the operation failed: unreachable broker, missing table, JVM did not start ...
@@ -48,3 +51,67 @@ class BrokerError(LogstoreError):
 
 class SparkStartError(LogstoreError):
     """The Spark JVM did not start; ``detail`` carries the JVM's own error output."""
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem found in user input, optionally pinned to a position in a file.
+
+    ``line``/``col`` are 1-based; ``end_col`` is one past the last underlined column (same line).
+    ``source_line`` is that line as it may be shown (secrets already masked). A position-free
+    diagnostic (``line is None``) names only ``file``, e.g. a table name.
+    """
+
+    message: str
+    file: str | None = None
+    line: int | None = None
+    col: int | None = None
+    end_col: int | None = None
+    source_line: str | None = None
+    severity: str = "error"  # or "warning"
+
+    @property
+    def location(self) -> str:
+        """``FILE:LINE:COL`` (as much of it as is known; empty when nothing is)."""
+        where = [self.file] if self.file else []
+        if self.line is not None:
+            where.append(str(self.line))
+            if self.col is not None:
+                where.append(str(self.col))
+        return ":".join(where)
+
+    @property
+    def headline(self) -> str:
+        """``FILE:LINE:COL: error: MESSAGE``, the compiler convention editors and CI understand."""
+        head = f"{self.severity}: {self.message}"
+        return f"{self.location}: {head}" if self.location else head
+
+    def excerpt(self) -> list[str]:
+        """The source line and a caret/underline below the offending token (empty without one)."""
+        if self.source_line is None or self.col is None:
+            return []
+        text = self.source_line.rstrip("\r\n")
+        start = max(self.col - 1, 0)
+        end = max((self.end_col or 0) - 1, start + 1)
+        # Keep the line's tabs so the caret lines up however the terminal expands them.
+        pad = "".join(ch if ch == "\t" else " " for ch in text[:start])
+        return [text, pad + "^" + "~" * (end - start - 1)]
+
+    def render(self) -> str:
+        return "\n".join([self.headline, *self.excerpt()])
+
+
+class DDLError(InvalidInputError):
+    """The DDL is malformed or invalid; carries every diagnostic found in one run (warnings too).
+
+    ``message`` is the ``FILE:LINE:COL: error: MESSAGE`` lines; ``logstore validate`` prints the full
+    rendering with source excerpts itself, other commands show the lines through ``main()``.
+    """
+
+    def __init__(self, diagnostics: Sequence[Diagnostic]) -> None:
+        self.diagnostics = tuple(diagnostics)
+        super().__init__("\n".join(d.headline for d in self.errors) or "invalid DDL")
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == "error")

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from logstore_cli import __version__
-from logstore_cli.cli import broker, setup
+from logstore_cli.cli import broker, ddl, setup
 from logstore_cli.cli.output import Output
 from logstore_cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, LogstoreError
 
@@ -58,6 +58,8 @@ def _root(
 
 app.add_typer(broker.app, name="broker")
 app.command("setup")(setup.setup)
+app.command("validate")(ddl.validate)
+app.command("properties")(ddl.properties)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,122 @@
+"""``logstore validate`` and ``logstore properties``: check DDL, list the properties it may use."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from logstore_cli.cli.options import JsonOpt
+from logstore_cli.cli.output import Output, simple_table
+from logstore_cli.errors import EXIT_INVALID_INPUT, Diagnostic, InvalidInputError
+
+if TYPE_CHECKING:
+    from logstore_cli.model import TableSpec
+
+
+def validate(
+    file: Annotated[
+        str,
+        typer.Argument(
+            help="DDL file with CREATE TABLE statements; '-' reads standard input.",
+            metavar="[FILE|-]",
+        ),
+    ] = "-",
+    json_: JsonOpt = False,
+) -> None:
+    """Parse and check every CREATE TABLE in FILE; errors as FILE:LINE:COL (exit code 2)."""
+    from logstore_cli.ddl import ParseOptions, parse_document
+
+    out = Output(json_mode=json_)
+    text, name = _read(file)
+    result = parse_document(text, name, ParseOptions.from_env(os.environ))
+    print_diagnostics(out, result.diagnostics)
+    if result.errors:
+        raise typer.Exit(EXIT_INVALID_INPUT)
+    out.emit([t.to_json() for t in result.tables], _render_tables(result.tables))
+    out.success(f"{len(result.tables)} table{'s' if len(result.tables) != 1 else ''} valid")
+
+
+def properties(json_: JsonOpt = False) -> None:
+    """List the table properties logstore understands (Amoro and Paimon vocabularies)."""
+    from logstore_cli.ddl import registry
+
+    rows = [
+        (
+            d.key + "".join(f"\n(alias {a})" for a in d.aliases),
+            d.vocabulary.value,
+            d.type.value,
+            d.default or "",
+            ", ".join(d.allowed),
+            d.description,
+        )
+        for d in registry.REGISTRY
+    ]
+    columns = ["property", "vocabulary", "type", "default", "values", "description"]
+    out = Output(json_mode=json_)
+    out.emit(
+        registry.to_json(),
+        lambda c: c.print(simple_table("Table properties", columns, rows)),
+    )
+
+
+def print_diagnostics(out: Output, diagnostics: Iterable[Diagnostic]) -> None:
+    """Print diagnostics on stderr as ``FILE:LINE:COL: error: MESSAGE`` + source line + caret."""
+    for d in diagnostics:
+        style = "bold red" if d.severity == "error" else "bold yellow"
+        where = f"{d.location}: " if d.location else ""
+        out.err.print(
+            Text.assemble(where, (f"{d.severity}:", style), " " + d.message),
+            soft_wrap=True,
+            highlight=False,
+        )
+        for line in d.excerpt():
+            out.err.print(Text(line), soft_wrap=True, highlight=False)
+
+
+def _read(file: str) -> tuple[str, str]:
+    """The text of FILE (or stdin for '-') and the name diagnostics use for it."""
+    if file == "-":
+        if sys.stdin.isatty():
+            raise InvalidInputError(
+                "no DDL given", hint="name a FILE, or pipe DDL in: logstore validate - < tables.sql"
+            )
+        data, name = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        try:
+            data, name = Path(file).read_bytes(), file
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    try:
+        return data.decode("utf-8-sig"), name
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"{name} is not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})",
+            hint="save the file as UTF-8",
+        ) from exc
+
+
+def _render_tables(tables: Sequence[TableSpec]) -> Callable[[Console], None]:
+    rows = []
+    for t in tables:
+        ls = t.log_store
+        rows.append(
+            (
+                t.name,
+                len(t.columns),
+                ", ".join(t.primary_key) or "—",
+                t.using or "—",
+                f"{ls.system}: {ls.topic} @ {ls.address}" if ls else "off",
+                ls.consistency.value if ls else "—",
+                ls.changelog_mode.value if ls else "—",
+                len(t.properties),
+            )
+        )
+    headers = ["table", "columns", "primary key", "using", "log store", "consistency", "changelog"]
+    return lambda c: c.print(simple_table("Tables", [*headers, "properties"], rows))

@@ -1,0 +1,159 @@
+"""DDL text → ``TableSpec``: the only part of logstore that knows SQL syntax.
+
+Stages, each in its own module: ``source`` (text, positions, typographic-quote repair) → ``lexer``
+(sqlglot's Spark tokenizer, wrapped) → ``parser`` (statements, CREATE TABLE grammar) → ``build``
+(names, keys, columns) with ``properties`` (registry-driven property checks and log-store
+resolution, also usable without DDL). No I/O: callers pass the text in.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from logstore_cli.ddl.build import build_table
+from logstore_cli.ddl.lexer import Kind, Token, tokenize
+from logstore_cli.ddl.options import BOOTSTRAP_SERVERS_ENV, ParseOptions
+from logstore_cli.ddl.parser import parse_statements
+from logstore_cli.ddl.source import Issue, Source, Span, repair_quotes
+from logstore_cli.errors import DDLError, Diagnostic
+from logstore_cli.model import TableSpec, is_secret_key, is_secret_value
+
+__all__ = [
+    "BOOTSTRAP_SERVERS_ENV",
+    "DDLError",
+    "ParseOptions",
+    "ParseResult",
+    "parse_ddl",
+    "parse_document",
+]
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    tables: tuple[TableSpec, ...]
+    diagnostics: tuple[Diagnostic, ...]  # errors and warnings, in source order
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == "error")
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == "warning")
+
+
+def parse_ddl(
+    text: str, filename: str = "<string>", options: ParseOptions | None = None
+) -> list[TableSpec]:
+    """Every table the CREATE TABLE statements in ``text`` declare; ``DDLError`` on any error."""
+    result = parse_document(text, filename, options)
+    if result.errors:
+        raise DDLError(result.diagnostics)
+    return list(result.tables)
+
+
+def parse_document(
+    text: str, filename: str = "<string>", options: ParseOptions | None = None
+) -> ParseResult:
+    """Parse and validate ``text``, returning the tables and all diagnostics (never raises)."""
+    options = options or ParseOptions()
+    source = Source(text, filename)
+    lexed = tokenize(repair_quotes(text))
+    tokens = lexed.tokens
+    issues: list[Issue] = []
+    if lexed.error is not None:
+        issues.append(lexed.error)
+        # The statement the error is in was cut short: parse only the complete ones before it.
+        last_semicolon = max((i for i, t in enumerate(tokens) if t.is_symbol(";")), default=-1)
+        tokens = tokens[: last_semicolon + 1]
+    mask = _secret_spans(lexed.tokens, text, lexed.error)
+    nodes, parse_issues = parse_statements(tokens, {s.start for s in mask})
+    issues += parse_issues
+
+    tables: list[TableSpec] = []
+    seen: dict[str, int] = {}
+    for node in nodes:
+        table, build_issues = build_table(node, options)
+        issues += build_issues
+        name = ".".join(n.text for n in node.name).lower()
+        if name in seen:
+            line = source.line_col(seen[name])[0]
+            issues.append(
+                Issue(f"table {name} is declared twice (first on line {line})", node.name[0].span)
+            )
+        seen.setdefault(name, node.span.start)
+        if table is not None:
+            tables.append(table)
+    if not nodes and not any(i.severity == "error" for i in issues):
+        issues.append(Issue("no CREATE TABLE statement found", None))
+
+    issues.sort(key=lambda i: i.span.start if i.span else len(text) + 1)
+    diagnostics = tuple(source.diagnostic(i, mask) for i in issues)
+    if any(d.severity == "error" for d in diagnostics):
+        return ParseResult((), diagnostics)
+    return ParseResult(tuple(tables), diagnostics)
+
+
+_HINT_STRING = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
+def _secret_spans(tokens: list[Token], text: str, error: Issue | None) -> list[Span]:
+    """Where secret values stand in the text, so that source excerpts can star them out.
+
+    A value is secret when its key is (``'sasl.jaas.config' = '…'``, also unquoted dotted keys) or
+    when it looks like a credential itself. Works on tokens, not on the parse, so that it also
+    covers statements with syntax errors.
+    """
+    spans: list[Span] = []
+    n = len(tokens)
+    i = 0
+    while i < n:
+        tok = tokens[i]
+        if tok.kind is Kind.HINT:  # hints are not parsed; hide one that names a secret
+            if any(
+                is_secret_key(a or b) or is_secret_value(a or b)
+                for a, b in _HINT_STRING.findall(tok.text)
+            ):
+                spans.append(tok.span)
+            i += 1
+            continue
+        if tok.kind is Kind.STRING and is_secret_value(tok.text):
+            spans.append(tok.span)
+        key, j = _key_at(tokens, i)
+        if key is None or not is_secret_key(key):
+            i += 1
+            continue
+        if j < n and tokens[j].is_symbol("="):
+            j += 1
+        elif tok.kind is not Kind.STRING:  # a bare name without '=' is a column, not a key
+            i += 1
+            continue
+        if j < n and tokens[j].kind in (Kind.STRING, Kind.NUMBER, Kind.WORD, Kind.IDENT):
+            spans.append(tokens[j].span)
+            i = j + 1
+            continue
+        if j >= n and error is not None and error.span is not None:
+            # The value is where tokenizing failed (say, an unclosed quote): hide the rest.
+            spans.append(Span(error.span.start, len(text)))
+        i += 1
+    return spans
+
+
+def _key_at(tokens: list[Token], i: int) -> tuple[str | None, int]:
+    """The property key starting at token ``i`` (a string or a dotted name) and the index after."""
+    tok = tokens[i]
+    if tok.kind is Kind.STRING:
+        return tok.text, i + 1
+    if tok.kind not in (Kind.WORD, Kind.IDENT):
+        return None, i + 1
+    parts = [tok.text]
+    j = i + 1
+    while (
+        j + 1 < len(tokens)
+        and tokens[j].is_symbol(".")
+        and tokens[j + 1].kind in (Kind.WORD, Kind.IDENT)
+    ):
+        parts.append(tokens[j + 1].text)
+        j += 2
+    return ".".join(parts), j

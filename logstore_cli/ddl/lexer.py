@@ -1,0 +1,137 @@
+"""Stage 2: tokens. The only module of logstore that imports sqlglot.
+
+sqlglot's Spark tokenizer does the lexing (quote styles, backslash escapes, backtick identifiers,
+``--`` and ``/* */`` comments, numbers) and keeps offsets. Its *parser* is not used: it does not
+know Flink's ``ROW<…>`` or ``WITH (…)`` options in every position, silently falls back to an opaque
+``Command`` on syntax it does not know, and reports errors as "Expecting )". The grammar we accept is
+small (CREATE TABLE), so ``parser.py`` parses these tokens itself and says exactly what is wrong.
+
+Tokens are converted at once into our own ``Token`` so that no sqlglot type leaks out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from functools import cache
+
+from sqlglot.errors import TokenError
+from sqlglot.tokenizer_core import Token as SqlglotToken
+from sqlglot.tokenizer_core import TokenType
+from sqlglot.tokens import Tokenizer
+
+from logstore_cli.ddl.source import Issue, Span
+
+
+class Kind(Enum):
+    WORD = "word"  # bare identifier or keyword
+    IDENT = "ident"  # `quoted identifier`; text is unquoted
+    STRING = "string"  # text is the value, unquoted and unescaped
+    NUMBER = "number"
+    SYMBOL = "symbol"  # punctuation and anything else; text as in the source
+    HINT = "hint"  # /*+ … */
+    EOF = "eof"
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: Kind
+    text: str
+    start: int
+    end: int  # exclusive
+    upper: str  # text.upper() for words, "" otherwise: keyword tests are frequent
+
+    @property
+    def span(self) -> Span:
+        return Span(self.start, self.end)
+
+    def is_word(self, *words: str) -> bool:
+        return self.kind is Kind.WORD and self.upper in words
+
+    def is_symbol(self, symbol: str) -> bool:
+        return self.kind is Kind.SYMBOL and self.text == symbol
+
+
+@dataclass(frozen=True)
+class LexResult:
+    tokens: list[Token]
+    error: Issue | None  # tokens stop before it: the text after it was not read
+
+
+_STRINGS = {TokenType.STRING, TokenType.RAW_STRING, TokenType.NATIONAL_STRING}
+_WORD = re.compile(r"\w+")
+_SPACE_OR_COMMENT = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.DOTALL)
+
+
+@cache
+def _tokenizer() -> Tokenizer:
+    from sqlglot.dialects.spark import Spark
+
+    dialect = Spark()
+    tokenizer: Tokenizer = dialect.tokenizer_class(dialect=dialect)
+    return tokenizer
+
+
+def tokenize(text: str) -> LexResult:
+    """Tokenize ``text``; on a lexical error, return the tokens before it and the error."""
+    tokenizer = _tokenizer()
+    try:
+        raw = tokenizer.tokenize(text)
+        error = None
+    except TokenError:
+        raw = list(tokenizer.tokens)
+        error = _lex_error(text, raw[-1].end + 1 if raw else 0)
+    return LexResult(_convert(text, raw), error)
+
+
+def _convert(text: str, raw: list[SqlglotToken]) -> list[Token]:
+    out: list[Token] = []
+    last_end = 0
+    for tok in raw:
+        start, end = tok.start, tok.end + 1
+        if start < last_end:
+            # sqlglot expands some literals (Spark's 10L) into several tokens over the same text;
+            # keep the text once, as a symbol nothing in our grammar accepts.
+            prev = out.pop()
+            out.append(Token(Kind.SYMBOL, text[prev.start : last_end], prev.start, last_end, ""))
+            continue
+        last_end = end
+        tt = tok.token_type
+        if tt in _STRINGS:
+            out.append(Token(Kind.STRING, tok.text, start, end, ""))
+        elif tt is TokenType.IDENTIFIER:
+            out.append(Token(Kind.IDENT, tok.text, start, end, ""))
+        elif tt is TokenType.NUMBER:
+            out.append(Token(Kind.NUMBER, text[start:end], start, end, ""))
+        elif tt is TokenType.HINT:
+            out.append(Token(Kind.HINT, text[start:end], start, end, ""))
+        else:
+            src = text[start:end]
+            if _WORD.fullmatch(src):
+                out.append(Token(Kind.WORD, src, start, end, src.upper()))
+            elif " " in tok.text and all(_WORD.fullmatch(w) for w in tok.text.split(" ")):
+                # Multi-word keywords ("PRIMARY KEY", "PARTITIONED BY") become one token in
+                # sqlglot; split them back into words so that the grammar sees words.
+                for m in _WORD.finditer(src):
+                    w = m.group()
+                    out.append(Token(Kind.WORD, w, start + m.start(), start + m.end(), w.upper()))
+            else:
+                out.append(Token(Kind.SYMBOL, src, start, end, ""))
+    return out
+
+
+def _lex_error(text: str, after: int) -> Issue:
+    """Describe the lexical error at the first character sqlglot could not read after ``after``."""
+    m = _SPACE_OR_COMMENT.match(text, after)
+    at = m.end() if m else after
+    if at >= len(text):
+        return Issue("unexpected end of input", Span(len(text), len(text)))
+    ch = text[at]
+    if text.startswith("/*", at):
+        return Issue("unterminated comment: '/*' has no closing '*/'", Span(at, at + 2))
+    if ch in "'\"":
+        return Issue(f"unterminated string: {ch} has no closing {ch}", Span(at, at + 1))
+    if ch == "`":
+        return Issue("unterminated quoted identifier: ` has no closing `", Span(at, at + 1))
+    return Issue(f"cannot read the text here ({ch!r})", Span(at, at + 1))

@@ -1,0 +1,378 @@
+"""The one registry of table properties logstore knows, in both vocabularies (design §2).
+
+The parser's validator, ``logstore properties`` and the README's property reference all read this
+list; ``scripts/gen_property_docs.py`` writes the README table from ``markdown_table()`` and a unit
+test fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from logstore_cli.model import DEFAULT_PARTITIONS, DEFAULT_REPLICATION
+
+# Keys under these prefixes must be known: a misspelling is an error, not a silently ignored key.
+RESERVED_PREFIXES = ("log-store.", "log.", "mixed-format.", "arctic.")
+# Keys under these prefixes are Kafka client settings passed through, prefix stripped.
+PASSTHROUGH_PREFIXES = ("properties.", "kafka.")
+
+
+class PropType(StrEnum):
+    BOOLEAN = "boolean"
+    INT = "int"
+    STRING = "string"
+    ENUM = "enum"
+    PASSTHROUGH = "passthrough"
+
+
+class Vocabulary(StrEnum):
+    AMORO = "amoro"  # Apache Amoro / NetEase Arctic: log-store.*
+    PAIMON = "paimon"  # Apache Paimon / Flink Table Store: log.system, kafka.*
+
+
+@dataclass(frozen=True)
+class PropertyDef:
+    key: str  # for PASSTHROUGH: the prefix followed by "*"
+    type: PropType
+    vocabulary: Vocabulary
+    description: str
+    default: str | None = None
+    allowed: tuple[str, ...] = ()  # ENUM values (lower case)
+    aliases: tuple[str, ...] = ()  # older names accepted for the same property
+    minimum: int | None = None  # INT lower bound
+    unsupported: tuple[str, ...] = ()  # values the source system has that logstore does not
+
+    @property
+    def prefix(self) -> str:
+        return self.key.removesuffix("*")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "aliases": list(self.aliases),
+            "type": self.type.value,
+            "default": self.default,
+            "allowed": list(self.allowed),
+            "vocabulary": self.vocabulary.value,
+            "description": self.description,
+        }
+
+
+_A, _P = Vocabulary.AMORO, Vocabulary.PAIMON
+_STARTUP_MODES = ("earliest", "latest", "timestamp", "group-offsets", "specific-offsets")
+_SCAN_MODES = (
+    "default",
+    "latest-full",
+    "full",
+    "latest",
+    "compacted-full",
+    "from-timestamp",
+    "from-file-creation-time",
+    "from-snapshot",
+    "from-snapshot-full",
+    "incremental",
+)
+
+REGISTRY: tuple[PropertyDef, ...] = (
+    # -- Amoro / Arctic ---------------------------------------------------------------------------
+    PropertyDef(
+        "log-store.enabled",
+        PropType.BOOLEAN,
+        _A,
+        "Turn the log store on: every change is also written to a Kafka topic.",
+        default="false",
+        allowed=("true", "false"),
+        aliases=("log-store.enable",),
+    ),
+    PropertyDef(
+        "log-store.type",
+        PropType.ENUM,
+        _A,
+        "Log system. Amoro also offers `pulsar`; logstore writes to Kafka only.",
+        default="kafka",
+        allowed=("kafka",),
+        unsupported=("pulsar",),
+    ),
+    PropertyDef(
+        "log-store.address",
+        PropType.STRING,
+        _A,
+        "Kafka bootstrap servers, `host:port[,host:port…]`. When no DDL gives one, the default "
+        "broker address ($LOGSTORE_KAFKA_BOOTSTRAP_SERVERS) is used; without it, an error.",
+    ),
+    PropertyDef(
+        "log-store.topic",
+        PropType.STRING,
+        _A,
+        "Kafka topic of the log store. Required when the log store is on (no default).",
+    ),
+    PropertyDef(
+        "log-store.data-format",
+        PropType.ENUM,
+        _A,
+        "Record format of the log.",
+        default="json",
+        allowed=("json",),
+    ),
+    PropertyDef(
+        "log-store.data-version",
+        PropType.ENUM,
+        _A,
+        "Version of the record format.",
+        default="v1",
+        allowed=("v1",),
+    ),
+    PropertyDef(
+        "log-store.consistency-guarantee.enabled",
+        PropType.BOOLEAN,
+        _A,
+        "`true`: consistency `eventual` (readers retract the records of a failed write attempt); "
+        "`false`: consistency `none`. Must agree with `log.consistency` when both are set.",
+        default="false",
+        allowed=("true", "false"),
+    ),
+    PropertyDef(
+        "log.consumer.changelog.modes",
+        PropType.ENUM,
+        _A,
+        "Row kinds in the log: `all-kinds` (+I -U +U -D) or `append-only` (+I only, for tables "
+        "without a primary key).",
+        default="all-kinds",
+        allowed=("all-kinds", "append-only"),
+    ),
+    PropertyDef(
+        "mixed-format.read.mode",
+        PropType.ENUM,
+        _A,
+        "Store a reader uses by default: `file` (the Delta snapshot) or `log` (the Kafka topic).",
+        default="file",
+        allowed=("file", "log"),
+        aliases=("arctic.read.mode",),
+    ),
+    PropertyDef(
+        "mixed-format.emit.mode",
+        PropType.ENUM,
+        _A,
+        "Stores a writer writes: `auto` (the file store, and the log store when it is on), "
+        "`file`, `log` or `file,log`.",
+        default="auto",
+        allowed=("auto", "file", "log", "file,log"),
+        aliases=("arctic.emit.mode",),
+    ),
+    PropertyDef(
+        "scan.startup.mode",
+        PropType.ENUM,
+        _A,
+        "Where a log reader starts. `timestamp` needs `scan.startup.timestamp-millis`.",
+        default="latest",
+        allowed=_STARTUP_MODES,
+    ),
+    PropertyDef(
+        "scan.startup.timestamp-millis",
+        PropType.INT,
+        _A,
+        "Start time of a log reader in `timestamp` mode, milliseconds since the epoch.",
+        minimum=0,
+    ),
+    PropertyDef(
+        "properties.*",
+        PropType.PASSTHROUGH,
+        _A,
+        "Kafka client setting passed to producers and consumers, prefix stripped "
+        "(`properties.security.protocol`). Secret values are never printed.",
+    ),
+    # -- Paimon / Flink Table Store ---------------------------------------------------------------
+    PropertyDef(
+        "log.system",
+        PropType.ENUM,
+        _P,
+        "Log system: `kafka` turns the log store on, `none` leaves it off.",
+        default="none",
+        allowed=("none", "kafka"),
+    ),
+    PropertyDef(
+        "kafka.bootstrap.servers",
+        PropType.STRING,
+        _P,
+        "Kafka bootstrap servers (same as `log-store.address`).",
+    ),
+    PropertyDef(
+        "kafka.topic",
+        PropType.STRING,
+        _P,
+        "Kafka topic of the log store (same as `log-store.topic`).",
+    ),
+    PropertyDef(
+        "log.system.partitions",
+        PropType.INT,
+        _P,
+        "Partitions of the topic when logstore creates it.",
+        default=str(DEFAULT_PARTITIONS),
+        minimum=1,
+    ),
+    PropertyDef(
+        "log.system.replication",
+        PropType.INT,
+        _P,
+        "Replication factor of the topic when logstore creates it.",
+        default=str(DEFAULT_REPLICATION),
+        minimum=1,
+    ),
+    PropertyDef(
+        "log.format",
+        PropType.STRING,
+        _P,
+        "Record format of the log (Paimon's name for `log-store.data-format`).",
+        default="debezium-json",
+    ),
+    PropertyDef(
+        "log.key.format",
+        PropType.STRING,
+        _P,
+        "Format of the record key (the primary key columns).",
+        default="json",
+    ),
+    PropertyDef(
+        "log.consistency",
+        PropType.ENUM,
+        _P,
+        "`transactional`: consistency `committed` (readers see only what the Delta commit "
+        "confirmed, exactly once); `eventual`: consistency `eventual`.",
+        default="transactional",
+        allowed=("transactional", "eventual"),
+    ),
+    PropertyDef(
+        "log.changelog-mode",
+        PropType.ENUM,
+        _P,
+        "Row kinds in the log: `all` (+I -U +U -D), `upsert` (no -U; needs a primary key) or "
+        "`auto` (`upsert` with a primary key, else `all`).",
+        default="auto",
+        allowed=("auto", "all", "upsert"),
+    ),
+    PropertyDef(
+        "streaming-read-mode",
+        PropType.ENUM,
+        _P,
+        "Store a streaming reader uses (same as `mixed-format.read.mode`).",
+        allowed=("file", "log"),
+    ),
+    PropertyDef(
+        "scan.mode",
+        PropType.ENUM,
+        _P,
+        "Where a reader starts; `latest` and `from-timestamp` (with `scan.timestamp-millis`) set "
+        "the log start, the snapshot modes start from the Delta table.",
+        default="default",
+        allowed=_SCAN_MODES,
+    ),
+    PropertyDef(
+        "scan.timestamp-millis",
+        PropType.INT,
+        _P,
+        "Start time for `scan.mode` = `from-timestamp`, milliseconds since the epoch.",
+        minimum=0,
+    ),
+    PropertyDef(
+        "kafka.*",
+        PropType.PASSTHROUGH,
+        _P,
+        "Kafka client setting passed to producers and consumers, prefix stripped "
+        "(`kafka.security.protocol`). Secret values are never printed.",
+    ),
+)
+
+_BY_KEY: dict[str, PropertyDef] = {}
+for _d in REGISTRY:
+    if _d.type is not PropType.PASSTHROUGH:
+        _BY_KEY[_d.key] = _d
+        _BY_KEY.update(dict.fromkeys(_d.aliases, _d))
+
+
+def lookup(key: str) -> PropertyDef | None:
+    """The definition of ``key`` (a key or an alias, exactly as written), if it is a known one."""
+    return _BY_KEY.get(key)
+
+
+def get(key: str) -> PropertyDef:
+    return _BY_KEY[key]
+
+
+def passthrough_prefix(key: str) -> str | None:
+    return next((p for p in PASSTHROUGH_PREFIXES if key.startswith(p)), None)
+
+
+def is_reserved(key: str) -> bool:
+    lower = key.lower()
+    return any(lower.startswith(p) for p in RESERVED_PREFIXES)
+
+
+def suggest(key: str) -> str | None:
+    """The known key nearest to a misspelt one."""
+    matches = difflib.get_close_matches(key.lower(), list(_BY_KEY), n=1, cutoff=0.6)
+    if not matches:
+        return None
+    found = _BY_KEY[matches[0]]
+    return found.key if matches[0] in found.aliases else matches[0]
+
+
+def normalize(defn: PropertyDef, value: str) -> str | None:
+    """``value`` in canonical form for ``defn``, or None when it is not a valid value."""
+    if defn.type in (PropType.BOOLEAN, PropType.ENUM):
+        canon = value.lower()
+        if "," in canon:  # a list of stores: order and spaces do not matter
+            canon = ",".join(sorted({part.strip() for part in canon.split(",")}))
+        return canon if canon in defn.allowed else None
+    if defn.type is PropType.INT:
+        if not re.fullmatch(r"\s*[+-]?\d+\s*", value):
+            return None
+        number = int(value)
+        return str(number) if defn.minimum is None or number >= defn.minimum else None
+    return value
+
+
+def invalid_value_message(defn: PropertyDef, value: str, written_key: str) -> str:
+    shown = value if len(value) <= 60 else value[:57] + "…"
+    if value.lower() in defn.unsupported:
+        return (
+            f"'{written_key}' = '{shown}' is not supported by logstore; "
+            f"valid values: {', '.join(defn.allowed)}"
+        )
+    if defn.type is PropType.INT:
+        bound = f" ≥ {defn.minimum}" if defn.minimum is not None else ""
+        return f"invalid value '{shown}' for '{written_key}': expected a whole number{bound}"
+    return f"invalid value '{shown}' for '{written_key}'; valid values: {', '.join(defn.allowed)}"
+
+
+def to_json() -> list[dict[str, Any]]:
+    return [d.to_json() for d in REGISTRY]
+
+
+def markdown_table() -> str:
+    """The README's property reference (between ``<!-- properties:begin/end -->``)."""
+    rows = [
+        "| Property | Vocabulary | Type | Default | Values | Description |",
+        "|---|---|---|---|---|---|",
+    ]
+    for d in REGISTRY:
+        key = f"`{d.key}`"
+        if d.aliases:
+            key += " (alias " + ", ".join(f"`{a}`" for a in d.aliases) + ")"
+        default = f"`{d.default}`" if d.default is not None else "—"
+        values = ", ".join(f"`{v}`" for v in d.allowed)
+        description = d.description.replace("|", "\\|")
+        rows.append(
+            f"| {key} | {d.vocabulary.value} | {d.type.value} | {default} | {values} | {description} |"
+        )
+    notes = (
+        "Keys under `log-store.`, `log.`, `mixed-format.` and `arctic.` must be listed here (a "
+        "misspelt one is an error with the nearest key suggested); any other key is kept as "
+        "written. Both vocabularies may appear in one table, but where they say the same thing "
+        "they must agree. Values of secret keys (passwords, keys, tokens, `sasl.jaas.config`) are "
+        "shown as `***` in every output."
+    )
+    return "\n".join([*rows, "", notes])

@@ -1,0 +1,56 @@
+"""The parser's output: what a CREATE TABLE statement says, with the position of every part.
+
+Nothing here is validated beyond syntax; ``build.py`` turns it into the model and checks meaning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from logstore_cli.ddl.source import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    text: str  # unquoted
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDef:
+    name: Name
+    type: str  # Spark SQL type string
+    not_null: bool
+    comment: str | None
+    primary_key: Span | None  # an inline "PRIMARY KEY" constraint
+
+
+@dataclass(frozen=True, slots=True)
+class PrimaryKeyDef:
+    columns: tuple[Name, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyEntry:
+    key: str
+    value: str
+    key_span: Span
+    value_span: Span
+
+
+@dataclass(frozen=True)
+class CreateTable:
+    span: Span  # the CREATE keyword
+    name: tuple[Name, ...]  # [catalog.][database.]table
+    columns: tuple[ColumnDef, ...]
+    column_list: Span | None  # the "(" of the column list; None when there is none
+    elided: Span | None  # a "..." standing for the columns, as in documentation
+    primary_keys: tuple[PrimaryKeyDef, ...]  # table-level PRIMARY KEY (…) constraints
+    using: Name | None
+    properties: tuple[PropertyEntry, ...]  # TBLPROPERTIES, OPTIONS and WITH, in order
+    partitioned_by: tuple[Name, ...]
+    comment: str | None
+    location: str | None
+    if_not_exists: bool
+    or_replace: bool

@@ -1,0 +1,259 @@
+"""The table model every part of logstore works on: frozen, typed, free of I/O and of SQL syntax.
+
+``logstore_cli.ddl`` builds it from DDL text; provisioning, jobs and the catalog consume it. Property
+maps keep raw values (the Kafka client needs the real password); everything that leaves the process
+as text (``to_json``, ``repr``) goes through ``redact`` so that no output ever shows a secret.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
+from typing import Any
+
+REDACTED = "***"
+
+# Applied when logstore creates the topic and the DDL does not say (Paimon's defaults too).
+DEFAULT_PARTITIONS = 1
+DEFAULT_REPLICATION = 1
+
+# Words that make a property key secret wherever they occur in it (split on . - _).
+_SECRET_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "secret",
+        "token",
+        "credential",
+        "credentials",
+        "jaas",
+        "apikey",
+        "privatekey",
+        "userinfo",
+    }
+)
+# "<qualifier>.key" is key material (ssl.key, fs.s3a.access.key, fs.azure.account.key.<acct>).
+_KEY_QUALIFIERS = frozenset(
+    {"access", "account", "api", "encryption", "master", "private", "secret", "signing", "ssl"}
+)
+_SECRET_SUFFIXES = ("password", "secret", "token")
+# A value that carries a credential whatever its key is called (e.g. a JAAS line in a custom key).
+_SECRET_VALUE = re.compile(r"(password|secret|token)\s*=", re.IGNORECASE)
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a property key names a secret (passwords, keys, ``sasl.jaas.config``, tokens ...)."""
+    words = [w for w in re.split(r"[._\-]+", key.lower()) if w]
+    if not words:
+        return False
+    if any(w in _SECRET_WORDS or w.endswith(_SECRET_SUFFIXES) for w in words):
+        return True
+    if words[-1] == "key" or ("user" in words and "info" in words):
+        return True
+    return any(
+        w == "key" and i > 0 and words[i - 1] in _KEY_QUALIFIERS for i, w in enumerate(words)
+    )
+
+
+def is_secret_value(value: str) -> bool:
+    return bool(_SECRET_VALUE.search(value))
+
+
+def is_secret(key: str, value: str) -> bool:
+    return is_secret_key(key) or is_secret_value(value)
+
+
+def redact(props: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``props`` with every secret value replaced by ``***``."""
+    return {k: REDACTED if is_secret(k, v) else v for k, v in props.items()}
+
+
+class FrozenMap(Mapping[str, str]):
+    """An immutable, hashable, insertion-ordered ``str -> str`` map whose repr hides secrets."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, items: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
+        self._data: dict[str, str] = dict(items)
+
+    def __getitem__(self, key: str) -> str:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._data.items()))
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({redact(self._data)!r})"
+
+
+class Consistency(StrEnum):
+    """What a log reader sees (design §3)."""
+
+    COMMITTED = (
+        "committed"  # exactly-once: only epochs the Delta commit confirmed (Paimon transactional)
+    )
+    EVENTUAL = "eventual"  # at once, retracting a failed attempt's records (Amoro's guarantee)
+    NONE = "none"  # at once, no correction (at-least-once)
+
+
+class ChangelogMode(StrEnum):
+    """Which row kinds the log carries."""
+
+    ALL_KINDS = "all-kinds"  # +I -U +U -D
+    APPEND_ONLY = "append-only"  # +I only
+    UPSERT = "upsert"  # no -U; readers normalize by primary key
+
+
+class ReadMode(StrEnum):
+    """The store a reader uses unless told otherwise."""
+
+    FILE = "file"
+    LOG = "log"
+
+
+class EmitMode(StrEnum):
+    """The stores a writer writes (``auto``: the file store, and the log store when it is on)."""
+
+    AUTO = "auto"
+    FILE = "file"
+    LOG = "log"
+    FILE_LOG = "file,log"
+
+
+class StartupMode(StrEnum):
+    """Where a log reader starts (Flink Kafka connector vocabulary)."""
+
+    EARLIEST = "earliest"
+    LATEST = "latest"
+    TIMESTAMP = "timestamp"
+    GROUP_OFFSETS = "group-offsets"
+    SPECIFIC_OFFSETS = "specific-offsets"
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    name: str
+    type: str  # Spark SQL type string, lower case: "bigint", "decimal(10,2)", "struct<a:int>"
+    nullable: bool = True
+    comment: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "nullable": self.nullable,
+            "comment": self.comment,
+        }
+
+
+@dataclass(frozen=True)
+class LogStoreSpec:
+    """The log store of a table, resolved from either vocabulary (Amoro ``log-store.*``, Paimon)."""
+
+    system: str
+    address: str  # Kafka bootstrap servers, host:port[,host:port...]
+    topic: str
+    consistency: Consistency
+    changelog_mode: ChangelogMode
+    partitions: int | None
+    replication: int | None
+    client_properties: Mapping[str, str]  # Kafka client passthrough, prefix stripped, raw values
+    data_format: str = "json"
+    read_mode: ReadMode = ReadMode.FILE
+    emit_mode: EmitMode = EmitMode.AUTO
+    startup_mode: StartupMode = StartupMode.LATEST
+    startup_timestamp_millis: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "consistency", Consistency(self.consistency))
+        object.__setattr__(self, "changelog_mode", ChangelogMode(self.changelog_mode))
+        object.__setattr__(self, "read_mode", ReadMode(self.read_mode))
+        object.__setattr__(self, "emit_mode", EmitMode(self.emit_mode))
+        object.__setattr__(self, "startup_mode", StartupMode(self.startup_mode))
+        object.__setattr__(self, "client_properties", FrozenMap(self.client_properties))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": True,
+            "system": self.system,
+            "address": self.address,
+            "topic": self.topic,
+            "consistency": self.consistency.value,
+            "changelog_mode": self.changelog_mode.value,
+            "partitions": self.partitions,
+            "replication": self.replication,
+            "client_properties": redact(self.client_properties),
+            "data_format": self.data_format,
+            "read_mode": self.read_mode.value,
+            "emit_mode": self.emit_mode.value,
+            "startup_mode": self.startup_mode.value,
+            "startup_timestamp_millis": self.startup_timestamp_millis,
+        }
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table as declared: columns, keys, format, every property, and its log store."""
+
+    database: str | None
+    table: str
+    columns: tuple[ColumnSpec, ...]
+    primary_key: tuple[str, ...]
+    using: str | None
+    properties: Mapping[str, str]  # as written (keys and raw values), in written order
+    log_store: LogStoreSpec | None
+    catalog: str | None = None
+    partitioned_by: tuple[str, ...] = ()
+    comment: str | None = None
+    location: str | None = None
+    if_not_exists: bool = False
+    or_replace: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(self.columns))
+        object.__setattr__(self, "primary_key", tuple(self.primary_key))
+        object.__setattr__(self, "partitioned_by", tuple(self.partitioned_by))
+        object.__setattr__(self, "properties", FrozenMap(self.properties))
+
+    @property
+    def name(self) -> str:
+        """``db.table`` as written (``catalog.db.table`` with a catalog, ``table`` alone without)."""
+        return ".".join(p for p in (self.catalog, self.database, self.table) if p is not None)
+
+    def column(self, name: str) -> ColumnSpec | None:
+        """The column called ``name`` (case-insensitive, as Spark resolves names), if any."""
+        return self._column_index.get(name.lower())
+
+    @cached_property
+    def _column_index(self) -> dict[str, ColumnSpec]:
+        return {c.name.lower(): c for c in self.columns}
+
+    def to_json(self) -> dict[str, Any]:
+        """The object ``logstore validate --json`` prints for this table (secrets redacted)."""
+        return {
+            "name": self.name,
+            "database": self.database,
+            "table": self.table,
+            "columns": [c.to_json() for c in self.columns],
+            "primary_key": list(self.primary_key),
+            "using": self.using,
+            "log_store": self.log_store.to_json() if self.log_store else None,
+            "properties": redact(self.properties),
+            "catalog": self.catalog,
+            "partitioned_by": list(self.partitioned_by),
+            "comment": self.comment,
+            "location": self.location,
+            "if_not_exists": self.if_not_exists,
+            "or_replace": self.or_replace,
+        }
