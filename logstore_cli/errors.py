@@ -115,3 +115,25 @@ class DDLError(InvalidInputError):
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
         return tuple(d for d in self.diagnostics if d.severity == "error")
+
+
+class KafkaAuthenticationError(BrokerError):
+    """The broker rejected the client's credentials (SASL mechanism, user name or password, TLS)."""
+
+
+class KafkaAuthorizationError(BrokerError):
+    """The broker refused an operation to the client's principal (ACLs): grant it, or log in as
+    another principal."""
+
+
+class TopicExistsError(BrokerError):
+    """A topic of that name already exists (creating it again is refused)."""
+
+
+class TopicNotFoundError(BrokerError):
+    """The topic does not exist (it was never created, or was deleted meanwhile)."""
+
+
+class TopicSpecError(InvalidInputError):
+    """The requested topic settings (name, partitions, replication, configs) are invalid for the
+    cluster, as the broker or a local check said; the user fixes the table's definition."""

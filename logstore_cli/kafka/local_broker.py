@@ -4,6 +4,10 @@ Used for development, the demo and the test-suite. It runs ``kafka.Kafka`` from 
 ``logstore_cli.jvm.deps`` after ``kafka.tools.StorageTool format``; no Docker, no downloads at start.
 State (pid, bootstrap address, log file) lives in ``<state_dir>/broker/broker.json`` so that
 ``stop`` and ``status`` find exactly the process ``start`` launched.
+
+``start`` can also add a ``SASL_PLAINTEXT`` client listener with PLAIN users and extra server
+properties (e.g. an authorizer), so that tests meet real authentication and authorization errors; the
+``PLAINTEXT`` and controller listeners stay as they are (principal ``User:ANONYMOUS``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -30,6 +35,8 @@ START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 _STATE_FILE = "broker.json"
 _MAIN_CLASS = "kafka.Kafka"
+SASL_LISTENER = "SASL_PLAINTEXT"
+_PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,8 @@ class BrokerInfo:
     data_dir: str
     config_file: str
     started_at: float
+    # The SASL_PLAINTEXT (PLAIN) client listener, when started with ``sasl_plain_users``.
+    sasl_bootstrap: str | None = None
 
 
 def broker_dir(state_dir: Path) -> Path:
@@ -96,7 +105,20 @@ def new_cluster_id() -> str:
             return cid
 
 
-def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
+def server_properties(
+    port: int,
+    controller_port: int,
+    data_dir: Path,
+    *,
+    sasl_port: int | None = None,
+    sasl_plain_users: Mapping[str, str] | None = None,
+    extra_properties: Mapping[str, str] | None = None,
+) -> str:
+    """The broker's ``server.properties``.
+
+    With ``sasl_port`` and ``sasl_plain_users`` (user -> password) a ``SASL_PLAINTEXT`` listener with
+    the PLAIN mechanism is added for clients; ``extra_properties`` are applied last and win.
+    """
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -119,7 +141,36 @@ def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
         "group.initial.rebalance.delay.ms": "0",
         "log.segment.bytes": str(64 * 1024 * 1024),
     }
+    if (sasl_port is None) != (sasl_plain_users is None):
+        raise ValueError("sasl_port and sasl_plain_users go together")
+    if sasl_port is not None and sasl_plain_users is not None:
+        sasl = f"{SASL_LISTENER}://127.0.0.1:{sasl_port}"
+        prefix = f"listener.name.{SASL_LISTENER.lower()}"
+        props["listeners"] += f",{sasl}"
+        props["advertised.listeners"] += f",{sasl}"
+        props["listener.security.protocol.map"] += f",{SASL_LISTENER}:SASL_PLAINTEXT"
+        props["sasl.enabled.mechanisms"] = "PLAIN"
+        props[f"{prefix}.sasl.enabled.mechanisms"] = "PLAIN"
+        props[f"{prefix}.plain.sasl.jaas.config"] = _plain_server_jaas(sasl_plain_users)
+    props.update(extra_properties or {})
+    for key, value in props.items():
+        if "\n" in key or "\n" in value or "\r" in key or "\r" in value:
+            raise ValueError(f"broker property {key!r} must be one line")
     return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def _plain_server_jaas(users: Mapping[str, str]) -> str:
+    if not users:
+        raise ValueError("a SASL listener needs at least one PLAIN user")
+    entries = []
+    for user, password in users.items():
+        # No escaping games: JAAS and .properties both treat these characters specially.
+        if not user.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"PLAIN user name {user!r} must be letters, digits, '-' or '_'")
+        if any(ch in password for ch in '"\\;\n\r') or not password:
+            raise ValueError(f'the password of PLAIN user {user!r} is empty or has ", \\ or ;')
+        entries.append(f'user_{user}="{password}"')
+    return f"{_PLAIN_LOGIN_MODULE} required {' '.join(entries)};"
 
 
 def _jvm_args(classpath: list[Path], log_dir: Path) -> list[str]:
@@ -141,8 +192,16 @@ def start(
     port: int | None = None,
     timeout_s: float = START_TIMEOUT_S,
     classpath: list[Path] | None = None,
+    sasl_plain_users: Mapping[str, str] | None = None,
+    extra_properties: Mapping[str, str] | None = None,
 ) -> BrokerInfo:
-    """Format storage, launch the broker, and wait until it answers a metadata request."""
+    """Format storage, launch the broker, and wait until it answers a metadata request.
+
+    ``sasl_plain_users`` (user -> password) adds a ``SASL_PLAINTEXT`` listener with the PLAIN
+    mechanism on a free port (``BrokerInfo.sasl_bootstrap``); ``extra_properties`` are added to the
+    broker's ``server.properties`` last (e.g. ``authorizer.class.name``, ``super.users``). Readiness
+    is checked on the ``PLAINTEXT`` listener, whose principal is ``User:ANONYMOUS``.
+    """
     existing = read_state(state_dir)
     if existing is not None and is_running(existing):
         raise BrokerError(
@@ -163,8 +222,15 @@ def start(
     data_dir.mkdir(parents=True)
     port = port or free_port()
     controller_port = free_port()
+    sasl_port = free_port() if sasl_plain_users is not None else None
     config_file = root / "server.properties"
-    config_file.write_text(server_properties(port, controller_port, data_dir), "utf-8")
+    config_text = server_properties(
+        port, controller_port, data_dir, sasl_port=sasl_port,
+        sasl_plain_users=sasl_plain_users, extra_properties=extra_properties,
+    )  # fmt: skip
+    config_file.touch(mode=0o600)  # it may hold the PLAIN users' passwords
+    config_file.chmod(0o600)
+    config_file.write_text(config_text, "utf-8")
     log_file = root / "broker.log"
     jvm = _jvm_args(classpath, root)
 
@@ -195,6 +261,7 @@ def start(
         data_dir=str(data_dir),
         config_file=str(config_file),
         started_at=time.time(),
+        sasl_bootstrap=None if sasl_port is None else f"127.0.0.1:{sasl_port}",
     )
     (root / _STATE_FILE).write_text(json.dumps(asdict(info), indent=2), "utf-8")
 

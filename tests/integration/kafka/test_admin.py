@@ -1,0 +1,194 @@
+"""The admin layer against the real local broker: topic lifecycle, error mapping, deadlines."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+from confluent_kafka import KafkaError, Message, Producer
+
+from logstore_cli.errors import (
+    EXIT_FAILURE,
+    EXIT_INVALID_INPUT,
+    BrokerError,
+    TopicExistsError,
+    TopicNotFoundError,
+    TopicSpecError,
+)
+from logstore_cli.kafka.admin import KafkaAdmin, TopicInfo
+from logstore_cli.kafka.local_broker import free_port
+
+TIMEOUT_S = 15.0
+
+
+@pytest.fixture
+def admin(kafka_bootstrap: str) -> KafkaAdmin:
+    return KafkaAdmin(kafka_bootstrap, timeout_s=TIMEOUT_S)
+
+
+def _produce(bootstrap: str, topic: str, n: int) -> Counter[int]:
+    """Produce ``n`` keyed records; the number delivered to each partition."""
+    delivered: Counter[int] = Counter()
+    errors: list[KafkaError] = []
+
+    def on_delivery(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            errors.append(err)
+        else:
+            delivered[msg.partition()] += 1
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for i in range(n):
+        producer.produce(topic, key=f"key-{i}".encode(), value=b"v", on_delivery=on_delivery)
+    assert producer.flush(30) == 0
+    assert errors == []
+    return delivered
+
+
+def test_topic_lifecycle(kafka_bootstrap: str, admin: KafkaAdmin, topic_name: str) -> None:
+    with admin:
+        assert admin.describe_topic(topic_name) is None
+        admin.create_topic(
+            topic_name, 3, 1, {"retention.ms": "3600000", "max.message.bytes": "2000000"}
+        )
+        # create_topic returns once the topic is usable: a describe right after sees it all
+        assert admin.describe_topic(topic_name) == TopicInfo(
+            name=topic_name,
+            partitions=3,
+            replication=1,
+            configs={"retention.ms": "3600000", "max.message.bytes": "2000000"},
+        )
+        assert admin.end_offsets(topic_name) == {0: 0, 1: 0, 2: 0}
+
+        admin.add_partitions(topic_name, 5)
+        info = admin.describe_topic(topic_name)
+        assert info is not None and info.partitions == 5
+        admin.add_partitions(topic_name, 5)  # already there: a no-op, not an error
+
+        delivered = _produce(kafka_bootstrap, topic_name, 200)
+        offsets = admin.end_offsets(topic_name)
+        assert sorted(offsets) == [0, 1, 2, 3, 4]
+        assert sum(offsets.values()) == 200
+        assert offsets == {p: delivered.get(p, 0) for p in range(5)}
+
+        admin.delete_topic(topic_name)
+        assert admin.describe_topic(topic_name) is None  # gone when delete_topic returns
+        admin.delete_topic(topic_name)  # already gone: no error
+
+
+def test_create_twice_is_topic_exists(admin: KafkaAdmin, topic_name: str) -> None:
+    with admin:
+        admin.create_topic(topic_name, 1, 1)
+        with pytest.raises(TopicExistsError) as info:
+            admin.create_topic(topic_name, 1, 1)
+        assert topic_name in str(info.value)
+        assert info.value.exit_code == EXIT_FAILURE
+        assert info.value.hint
+        admin.delete_topic(topic_name)
+
+
+def test_replication_beyond_the_brokers_is_a_clear_input_error(
+    admin: KafkaAdmin, topic_name: str
+) -> None:
+    with admin:
+        with pytest.raises(TopicSpecError) as info:
+            admin.create_topic(topic_name, 2, 3)
+        message = str(info.value)
+        assert "replication 3" in message and topic_name in message
+        assert "1 broker" in message  # the broker's own explanation
+        assert "log.system.replication" in (info.value.hint or "")
+        assert info.value.exit_code == EXIT_INVALID_INPUT
+        assert admin.describe_topic(topic_name) is None
+
+
+@pytest.mark.parametrize(
+    ("configs", "named"),
+    [
+        ({"retention.ms": "not-a-number"}, "retention.ms"),
+        ({"retention.msx": "1000"}, "retention.msx"),
+    ],
+)
+def test_invalid_config_is_a_clear_error_naming_it(
+    admin: KafkaAdmin, topic_name: str, configs: dict[str, str], named: str
+) -> None:
+    with admin:
+        with pytest.raises(TopicSpecError) as info:
+            admin.create_topic(topic_name, 1, 1, configs)
+        assert named in str(info.value)
+        assert info.value.exit_code == EXIT_INVALID_INPUT
+        assert admin.describe_topic(topic_name) is None
+
+
+def test_validate_only_creates_nothing(admin: KafkaAdmin, topic_name: str) -> None:
+    with admin:
+        admin.create_topic(topic_name, 2, 1, {"retention.ms": "1000"}, validate_only=True)
+        assert admin.describe_topic(topic_name) is None
+        # ... yet the broker did validate the request
+        with pytest.raises(TopicSpecError, match="replication 3"):
+            admin.create_topic(topic_name, 2, 3, validate_only=True)
+        with pytest.raises(TopicSpecError, match=r"retention\.ms"):
+            admin.create_topic(topic_name, 2, 1, {"retention.ms": "x"}, validate_only=True)
+        assert admin.describe_topic(topic_name) is None
+
+
+def test_partitions_never_shrink_and_missing_topics_are_named(
+    admin: KafkaAdmin, topic_name: str
+) -> None:
+    with admin:
+        with pytest.raises(TopicNotFoundError, match=topic_name):
+            admin.add_partitions(topic_name, 2)
+        with pytest.raises(TopicNotFoundError, match=topic_name):
+            admin.end_offsets(topic_name)
+        admin.create_topic(topic_name, 3, 1)
+        with pytest.raises(TopicSpecError, match="from 3 to 2 partitions") as info:
+            admin.add_partitions(topic_name, 2)
+        assert info.value.exit_code == EXIT_INVALID_INPUT
+        info_after = admin.describe_topic(topic_name)
+        assert info_after is not None and info_after.partitions == 3
+        admin.delete_topic(topic_name)
+
+
+def test_java_only_client_properties_are_ignored_not_fatal(kafka_bootstrap: str) -> None:
+    props = {
+        "group.id": "flink-consumer",
+        "key.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+        "value.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+    }
+    with KafkaAdmin(kafka_bootstrap, props, timeout_s=TIMEOUT_S) as admin:
+        admin.ping()
+        assert set(admin.ignored_properties) == {"key.deserializer", "value.deserializer"}
+
+
+def test_ping_answers(admin: KafkaAdmin) -> None:
+    with admin:
+        started = time.monotonic()
+        admin.ping()
+        assert time.monotonic() - started < TIMEOUT_S
+
+
+@pytest.mark.parametrize("call", ["ping", "describe_topic", "create_topic", "end_offsets"])
+def test_unreachable_broker_fails_within_the_deadline(
+    call: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()  # nothing listens there
+    timeout_s = 2.0
+    with KafkaAdmin(f"127.0.0.1:{port}", timeout_s=timeout_s) as admin:
+        started = time.monotonic()
+        with pytest.raises(BrokerError) as info:
+            if call == "ping":
+                admin.ping()
+            elif call == "describe_topic":
+                admin.describe_topic("t")
+            elif call == "create_topic":
+                admin.create_topic("t", 1, 1)
+            else:
+                admin.end_offsets("t")
+        elapsed = time.monotonic() - started
+    assert elapsed < timeout_s + 5, f"{call} took {elapsed:.1f}s"
+    assert str(info.value) == f"cannot reach Kafka at 127.0.0.1:{port} within 2s"
+    assert info.value.exit_code == EXIT_FAILURE
+    assert "broker" in (info.value.hint or "")
+    assert "Connection refused" in (info.value.detail or "")
+    # librdkafka's own connection-refused chatter goes to Python logging, not to our stderr
+    assert "Connection refused" not in capfd.readouterr().err
