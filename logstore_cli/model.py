@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 REDACTED = "***"
@@ -46,6 +46,7 @@ _SECRET_SUFFIXES = ("password", "secret", "token")
 _SECRET_VALUE = re.compile(r"(password|secret|token)\s*=", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)  # the same few keys recur in every table of a file
 def is_secret_key(key: str) -> bool:
     """Whether a property key names a secret (passwords, keys, ``sasl.jaas.config``, tokens ...)."""
     words = [w for w in re.split(r"[._\-]+", key.lower()) if w]

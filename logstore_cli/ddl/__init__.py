@@ -96,64 +96,51 @@ def parse_document(
 
 
 _HINT_STRING = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+_VALUE_KINDS = (Kind.STRING, Kind.NUMBER, Kind.WORD, Kind.IDENT)
 
 
 def _secret_spans(tokens: list[Token], text: str, error: Issue | None) -> list[Span]:
     """Where secret values stand in the text, so that source excerpts can star them out.
 
-    A value is secret when its key is (``'sasl.jaas.config' = '…'``, also unquoted dotted keys) or
-    when it looks like a credential itself. Works on tokens, not on the parse, so that it also
-    covers statements with syntax errors.
+    A value is secret when its key is (``'sasl.jaas.config' = '…'``, also unquoted dotted keys and
+    Spark's ``'k' 'v'`` without ``=``) or when it looks like a credential itself. Works on tokens,
+    not on the parse, so that statements with syntax errors are covered too.
     """
     spans: list[Span] = []
     n = len(tokens)
-    i = 0
-    while i < n:
-        tok = tokens[i]
-        if tok.kind is Kind.HINT:  # hints are not parsed; hide one that names a secret
-            if any(
-                is_secret_key(a or b) or is_secret_value(a or b)
-                for a, b in _HINT_STRING.findall(tok.text)
-            ):
+    for j, tok in enumerate(tokens):
+        kind = tok.kind
+        if kind is Kind.SYMBOL:
+            if tok.text == "=" and is_secret_key(_key_before(tokens, j)):
+                if j + 1 < n and tokens[j + 1].kind in _VALUE_KINDS:
+                    spans.append(tokens[j + 1].span)
+                elif j + 1 == n and error is not None and error.span is not None:
+                    # The value is where tokenizing failed (an unclosed quote): hide the rest.
+                    spans.append(Span(error.span.start, len(text)))
+        elif kind is Kind.STRING:
+            if is_secret_value(tok.text):
                 spans.append(tok.span)
-            i += 1
-            continue
-        if tok.kind is Kind.STRING and is_secret_value(tok.text):
-            spans.append(tok.span)
-        key, j = _key_at(tokens, i)
-        if key is None or not is_secret_key(key):
-            i += 1
-            continue
-        if j < n and tokens[j].is_symbol("="):
-            j += 1
-        elif tok.kind is not Kind.STRING:  # a bare name without '=' is a column, not a key
-            i += 1
-            continue
-        if j < n and tokens[j].kind in (Kind.STRING, Kind.NUMBER, Kind.WORD, Kind.IDENT):
-            spans.append(tokens[j].span)
-            i = j + 1
-            continue
-        if j >= n and error is not None and error.span is not None:
-            # The value is where tokenizing failed (say, an unclosed quote): hide the rest.
-            spans.append(Span(error.span.start, len(text)))
-        i += 1
+            elif j + 1 < n and tokens[j + 1].kind is Kind.STRING and is_secret_key(tok.text):
+                spans.append(tokens[j + 1].span)
+        elif kind is Kind.HINT:  # hints are not parsed; hide one that names a secret
+            strings = [a or b for a, b in _HINT_STRING.findall(tok.text)]
+            if any(is_secret_key(s) or is_secret_value(s) for s in strings):
+                spans.append(tok.span)
     return spans
 
 
-def _key_at(tokens: list[Token], i: int) -> tuple[str | None, int]:
-    """The property key starting at token ``i`` (a string or a dotted name) and the index after."""
-    tok = tokens[i]
-    if tok.kind is Kind.STRING:
-        return tok.text, i + 1
-    if tok.kind not in (Kind.WORD, Kind.IDENT):
-        return None, i + 1
-    parts = [tok.text]
-    j = i + 1
-    while (
-        j + 1 < len(tokens)
-        and tokens[j].is_symbol(".")
-        and tokens[j + 1].kind in (Kind.WORD, Kind.IDENT)
-    ):
-        parts.append(tokens[j + 1].text)
-        j += 2
-    return ".".join(parts), j
+def _key_before(tokens: list[Token], j: int) -> str:
+    """The property key ending just before token ``j``: a string, or a dotted name."""
+    i = j - 1
+    if i < 0:
+        return ""
+    if tokens[i].kind is Kind.STRING:
+        return tokens[i].text
+    parts: list[str] = []
+    while i >= 0 and tokens[i].kind in (Kind.WORD, Kind.IDENT):
+        parts.append(tokens[i].text)
+        if i >= 2 and tokens[i - 1].is_symbol("."):
+            i -= 2
+        else:
+            break
+    return ".".join(reversed(parts))

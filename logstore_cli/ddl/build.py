@@ -43,6 +43,7 @@ def build_table(node: CreateTable, options: ParseOptions) -> tuple[TableSpec | N
 
     pk_defs = [(d.columns, d.span) for d in node.primary_keys]
     pk_defs += [((c.name,), c.primary_key) for c in node.columns if c.primary_key is not None]
+    pk_defs.sort(key=lambda d: d[1].start)
     primary_key: list[str] = []
     if len(pk_defs) > 1:
         error("more than one PRIMARY KEY; declare one key listing all its columns", pk_defs[1][1])

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
+from typing import NamedTuple
 
 from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token as SqlglotToken
@@ -34,8 +35,8 @@ class Kind(Enum):
     EOF = "eof"
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
+    # A named tuple, not a dataclass: a large file has ~100k tokens and tuples build fastest.
     kind: Kind
     text: str
     start: int
@@ -50,7 +51,7 @@ class Token:
         return self.kind is Kind.WORD and self.upper in words
 
     def is_symbol(self, symbol: str) -> bool:
-        return self.kind is Kind.SYMBOL and self.text == symbol
+        return self.text == symbol and self.kind is Kind.SYMBOL
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,8 @@ def tokenize(text: str) -> LexResult:
 
 def _convert(text: str, raw: list[SqlglotToken]) -> list[Token]:
     out: list[Token] = []
+    append = out.append
+    word, string, symbol = Kind.WORD, Kind.STRING, Kind.SYMBOL
     last_end = 0
     for tok in raw:
         start, end = tok.start, tok.end + 1
@@ -94,30 +97,30 @@ def _convert(text: str, raw: list[SqlglotToken]) -> list[Token]:
             # sqlglot expands some literals (Spark's 10L) into several tokens over the same text;
             # keep the text once, as a symbol nothing in our grammar accepts.
             prev = out.pop()
-            out.append(Token(Kind.SYMBOL, text[prev.start : last_end], prev.start, last_end, ""))
+            append(Token(symbol, text[prev.start : last_end], prev.start, last_end, ""))
             continue
         last_end = end
         tt = tok.token_type
         if tt in _STRINGS:
-            out.append(Token(Kind.STRING, tok.text, start, end, ""))
+            append(Token(string, tok.text, start, end, ""))
         elif tt is TokenType.IDENTIFIER:
-            out.append(Token(Kind.IDENT, tok.text, start, end, ""))
+            append(Token(Kind.IDENT, tok.text, start, end, ""))
         elif tt is TokenType.NUMBER:
-            out.append(Token(Kind.NUMBER, text[start:end], start, end, ""))
+            append(Token(Kind.NUMBER, text[start:end], start, end, ""))
         elif tt is TokenType.HINT:
-            out.append(Token(Kind.HINT, text[start:end], start, end, ""))
+            append(Token(Kind.HINT, text[start:end], start, end, ""))
         else:
-            src = text[start:end]
-            if _WORD.fullmatch(src):
-                out.append(Token(Kind.WORD, src, start, end, src.upper()))
-            elif " " in tok.text and all(_WORD.fullmatch(w) for w in tok.text.split(" ")):
+            src = tok.text  # for single words, exactly the source text
+            if src.isidentifier() or _WORD.fullmatch(src):
+                append(Token(word, src, start, end, src.upper()))
+            elif " " in src and all(_WORD.fullmatch(w) for w in src.split(" ")):
                 # Multi-word keywords ("PRIMARY KEY", "PARTITIONED BY") become one token in
-                # sqlglot; split them back into words so that the grammar sees words.
-                for m in _WORD.finditer(src):
+                # sqlglot, with the text normalized; split the source back into words.
+                for m in _WORD.finditer(text, start, end):
                     w = m.group()
-                    out.append(Token(Kind.WORD, w, start + m.start(), start + m.end(), w.upper()))
+                    append(Token(word, w, m.start(), m.end(), w.upper()))
             else:
-                out.append(Token(Kind.SYMBOL, src, start, end, ""))
+                append(Token(symbol, text[start:end], start, end, ""))
     return out
 
 

@@ -53,11 +53,13 @@ def parse_statements(
     """Parse every statement; ``masked`` holds start offsets of secret tokens (never quoted)."""
     tables: list[CreateTable] = []
     issues: list[Issue] = []
+    ends = [i for i, t in enumerate(tokens) if t.text == ";" and t.kind is Kind.SYMBOL]
+    ends.append(len(tokens))
     start = 0
-    while start < len(tokens):
-        end = start
-        while end < len(tokens) and not tokens[end].is_symbol(";"):
-            end += 1
+    for end in ends:
+        if start >= end:
+            start = end + 1
+            continue
         if end < len(tokens):
             eof = Token(Kind.EOF, ";", tokens[end].start, tokens[end].end, "")
         else:  # no ';' after the last statement: point just after its last token
@@ -186,7 +188,7 @@ class _StatementParser:
 
     def skip_statement(self, what: str, first: Token) -> None:
         self.error(
-            f"skipped a {what} statement: only CREATE TABLE statements are validated",
+            f"skipped this {what} statement: only CREATE TABLE statements are validated",
             first.span,
             "warning",
         )

@@ -93,6 +93,7 @@ class _Checker:
         self.problems: list[Problem] = []
         self.settings: dict[str, _Setting] = {}  # canonical key -> setting
         self.client: dict[str, _Setting] = {}  # Kafka client key -> setting
+        self.unusable: set[str] = set()  # canonical keys whose value was already reported
 
     def problem(
         self, message: str, key: str | None = None, on_value: bool = False, severity: str = "error"
@@ -115,6 +116,9 @@ class _Checker:
                 self.known(defn, key, value)
             elif (prefix := registry.passthrough_prefix(key)) is not None:
                 self.passthrough(key[len(prefix) :], key, value)
+            elif key.startswith(registry.TOPIC_CONFIG_PREFIX):
+                if key == registry.TOPIC_CONFIG_PREFIX:
+                    self.problem(f"'{key}' names no topic config: write '{key}<config>'", key)
             else:
                 self.other(key)
 
@@ -123,10 +127,12 @@ class _Checker:
             self.problem(
                 f"the value of '{key}' is elided ('{value.strip()}'); write it out", key, True
             )
+            self.unusable.add(defn.key)
             return
         norm = registry.normalize(defn, value)
         if norm is None:
             self.problem(registry.invalid_value_message(defn, value, key), key, True)
+            self.unusable.add(defn.key)
             return
         prev = self.settings.get(defn.key)
         if prev is None:
@@ -308,6 +314,8 @@ class _Checker:
         self, address: tuple[str, _Setting] | None, switch: str, paimon: bool
     ) -> str | None:
         key = "kafka.bootstrap.servers" if paimon else "log-store.address"
+        if address is None and self.unusable & {"log-store.address", "kafka.bootstrap.servers"}:
+            return None  # given, but elided or invalid: already reported
         if address is None:
             value = self.options.default_bootstrap_servers
             if not value:
@@ -320,17 +328,19 @@ class _Checker:
             where, at = f"the default broker address ({BOOTSTRAP_SERVERS_ENV})", None
         else:
             value, where, at = address[0], f"'{address[1].key}'", address[1].key
-        bad = [b for b in value.split(",") if not _valid_broker(b.strip())]
-        if bad or not value.strip():
+        brokers = [b.strip() for b in value.split(",")]
+        bad = [b for b in brokers if not _valid_broker(b)]
+        if bad:
             self.problem(
-                f"invalid Kafka broker address '{(bad or [value])[0].strip()}' in {where}: expected "
+                f"invalid Kafka broker address '{bad[0]}' in {where}: expected "
                 "host:port[,host:port…]",
                 at,
                 True,
             )
             return None
+        value = ",".join(brokers)  # spaces after commas are common in DDL, not in client configs
         client = self.client.get("bootstrap.servers")
-        if client is not None and client.value.replace(" ", "") != value.replace(" ", ""):
+        if client is not None and client.value.replace(" ", "") != value:
             self.problem(
                 f"'{client.key}' contradicts the log store's broker address from {where}; remove it",
                 client.key,
@@ -341,6 +351,8 @@ class _Checker:
     def resolve_topic(
         self, topic: tuple[str, _Setting] | None, switch: str, paimon: bool
     ) -> str | None:
+        if topic is None and self.unusable & {"log-store.topic", "kafka.topic"}:
+            return None
         if topic is None:
             key = "kafka.topic" if paimon else "log-store.topic"
             self.problem(

@@ -19,6 +19,8 @@ from logstore_cli.model import DEFAULT_PARTITIONS, DEFAULT_REPLICATION
 RESERVED_PREFIXES = ("log-store.", "log.", "mixed-format.", "arctic.")
 # Keys under these prefixes are Kafka client settings passed through, prefix stripped.
 PASSTHROUGH_PREFIXES = ("properties.", "kafka.")
+# logstore's own extension: Kafka topic configs for the topic it creates (provision reads them).
+TOPIC_CONFIG_PREFIX = "log.topic."
 
 
 class PropType(StrEnum):
@@ -32,6 +34,7 @@ class PropType(StrEnum):
 class Vocabulary(StrEnum):
     AMORO = "amoro"  # Apache Amoro / NetEase Arctic: log-store.*
     PAIMON = "paimon"  # Apache Paimon / Flink Table Store: log.system, kafka.*
+    LOGSTORE = "logstore"  # this tool's own extensions
 
 
 @dataclass(frozen=True)
@@ -284,6 +287,14 @@ REGISTRY: tuple[PropertyDef, ...] = (
         "Kafka client setting passed to producers and consumers, prefix stripped "
         "(`kafka.security.protocol`). Secret values are never printed.",
     ),
+    # -- logstore extensions ----------------------------------------------------------------------
+    PropertyDef(
+        TOPIC_CONFIG_PREFIX + "*",
+        PropType.PASSTHROUGH,
+        Vocabulary.LOGSTORE,
+        "Kafka topic config for the topic logstore creates, prefix stripped "
+        "(`log.topic.retention.ms`).",
+    ),
 )
 
 _BY_KEY: dict[str, PropertyDef] = {}
@@ -312,7 +323,13 @@ def is_reserved(key: str) -> bool:
 
 
 def suggest(key: str) -> str | None:
-    """The known key nearest to a misspelt one."""
+    """The known key nearest to a misspelt one (or the key under a misspelt reserved prefix)."""
+    depth = TOPIC_CONFIG_PREFIX.count(".")
+    parts = key.lower().split(".")
+    if len(parts) > depth:
+        head, rest = ".".join(parts[:depth]) + ".", ".".join(parts[depth:])
+        if rest and difflib.SequenceMatcher(None, head, TOPIC_CONFIG_PREFIX).ratio() >= 0.8:
+            return TOPIC_CONFIG_PREFIX + rest
     matches = difflib.get_close_matches(key.lower(), list(_BY_KEY), n=1, cutoff=0.6)
     if not matches:
         return None
@@ -375,4 +392,24 @@ def markdown_table() -> str:
         "they must agree. Values of secret keys (passwords, keys, tokens, `sasl.jaas.config`) are "
         "shown as `***` in every output."
     )
-    return "\n".join([*rows, "", notes])
+    defaults = (
+        "Defaults when the log store is on: the topic has none (an error); the broker address "
+        "comes from the DDL, else from $LOGSTORE_KAFKA_BOOTSTRAP_SERVERS, else it is an error; "
+        f"partitions {DEFAULT_PARTITIONS} and replication {DEFAULT_REPLICATION}. Consistency and "
+        "changelog mode follow the vocabulary that turned the log store on: `log.system` gives "
+        "`committed` and `auto`, `log-store.enabled` gives `none` and `all-kinds`."
+    )
+    return "\n".join([*rows, "", notes, "", defaults])
+
+
+README_BEGIN = "<!-- properties:begin -->"
+README_END = "<!-- properties:end -->"
+
+
+def update_readme(readme: str) -> str:
+    """``readme`` with the text between the property markers replaced by ``markdown_table()``."""
+    begin, end = readme.find(README_BEGIN), readme.find(README_END)
+    if begin < 0 or end < begin:
+        raise ValueError(f"the README needs the markers {README_BEGIN} and {README_END}, in order")
+    head = readme[: begin + len(README_BEGIN)]
+    return f"{head}\n{markdown_table()}\n{readme[end:]}"

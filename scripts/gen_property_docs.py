@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Rewrite the README's property reference (between the property markers) from the registry.
+
+    .venv/bin/python scripts/gen_property_docs.py          # rewrite README.md
+    .venv/bin/python scripts/gen_property_docs.py --check  # exit 1 when README.md is stale
+
+Only the text between ``<!-- properties:begin -->`` and ``<!-- properties:end -->`` changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from logstore_cli.ddl.registry import update_readme
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="only report whether README.md is stale")
+    args = ap.parse_args()
+    current = README.read_text(encoding="utf-8")
+    wanted = update_readme(current)
+    if wanted == current:
+        print("README.md property reference is up to date")
+        return 0
+    if args.check:
+        print("README.md property reference is stale: run scripts/gen_property_docs.py")
+        return 1
+    README.write_text(wanted, encoding="utf-8")
+    print("README.md property reference rewritten")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Property tests: whatever text comes in, only ``DDLError`` ever leaves ``parse_ddl``.
+
+Valid DDL (the fixtures and a compact sample) is mutated by deleting, inserting, duplicating and
+swapping pieces and by splicing in random characters and bytes; the parser must either return
+tables that serialize, or raise ``DDLError`` whose diagnostics are well formed and render. A second
+property builds random *valid* tables and checks they come back exactly as declared.
+"""
+
+# ruff: noqa: RUF001 - typographic quotes are what these tests are about
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logstore_cli.ddl import ParseOptions, parse_ddl
+from logstore_cli.errors import DDLError
+
+pytestmark = pytest.mark.unit
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "ddl"
+SAMPLE = """CREATE TABLE IF NOT EXISTS `db`.t (
+  id BIGINT NOT NULL COMMENT 'k', m MAP<STRING, ARRAY<INT>>, r ROW<a INT, b DECIMAL(5,2)>,
+  PRIMARY KEY (id) NOT ENFORCED
+) USING delta PARTITIONED BY (id) TBLPROPERTIES (
+  'log-store.enabled' = 'true', "log-store.topic" = 't', 'log-store.address' = 'h:1',
+  'properties.sasl.jaas.config' = 'x password="p";', a.b = 1, 'c' 'd'
+);
+-- comment
+create table x (a int) with (“log.system“ = ‘kafka’, 'kafka.topic' = '…');
+"""
+BASES = [SAMPLE, *(p.read_text(encoding="utf-8") for p in sorted(FIXTURES.glob("*.sql")))]
+SQL_PIECES = [
+    "CREATE", "TABLE", "IF NOT EXISTS", "PRIMARY KEY", "NOT", "NULL", "ENFORCED", "WITH",
+    "USING", "TBLPROPERTIES", "OPTIONS", "PARTITIONED BY", "COMMENT", "LOCATION", "ARRAY<",
+    "MAP<", "ROW(", "STRUCT<", "DECIMAL(", ">", ">>", "(", ")", ",", ";", ".", "...", "…", "=",
+    "'", '"', "`", "“", "”", "‘", "’", "--", "/*", "*/", "/*+", "\n", "\t", " ", "\\",
+    "'log-store.enabled'", "'log.system'", "'kafka'", "'true'", "TIMESTAMP(3) WITH LOCAL TIME ZONE",
+    "WATERMARK FOR", "AS", "SELECT", "10L", "-1", "1e999", "0x1F", "X'0A'", "r'raw'", "$", "@",
+]  # fmt: skip
+_TOKEN = re.compile(r"\w+|\s+|.", re.DOTALL)
+
+insert_text = st.one_of(
+    st.sampled_from(SQL_PIECES),
+    st.text(min_size=1, max_size=8),
+    st.binary(min_size=1, max_size=8).map(lambda b: b.decode("latin-1")),
+    st.lists(st.sampled_from(SQL_PIECES), min_size=1, max_size=4).map(" ".join),
+)
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> str:
+    text = draw(st.sampled_from(BASES))
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["delete", "insert", "swap", "duplicate", "replace"]))
+        pos = draw(st.integers(0, len(text)))
+        if op == "delete":
+            text = text[:pos] + text[pos + draw(st.integers(1, 30)) :]
+        elif op == "insert":
+            text = text[:pos] + draw(insert_text) + text[pos:]
+        elif op == "duplicate":
+            text = text[:pos] + text[pos : pos + draw(st.integers(1, 40))] + text[pos:]
+        elif op == "replace":
+            text = text[:pos] + draw(insert_text) + text[pos + draw(st.integers(1, 5)) :]
+        else:
+            tokens = _TOKEN.findall(text)
+            if len(tokens) >= 2:
+                i = draw(st.integers(0, len(tokens) - 1))
+                j = draw(st.integers(0, len(tokens) - 1))
+                tokens[i], tokens[j] = tokens[j], tokens[i]
+                text = "".join(tokens)
+    return text
+
+
+def _check(text: str, options: ParseOptions) -> None:
+    try:
+        tables = parse_ddl(text, "fuzz.sql", options)
+    except DDLError as exc:
+        assert exc.errors, "a DDLError must carry at least one error"
+        lines = text.split("\n")
+        for d in exc.diagnostics:
+            assert d.message
+            if d.line is not None:
+                assert 1 <= d.line <= len(lines)
+                assert d.col is not None and 1 <= d.col <= len(lines[d.line - 1]) + 1
+            d.render()
+        return
+    assert tables
+    for table in tables:
+        json.dumps(table.to_json())
+        repr(table)
+
+
+@settings(
+    max_examples=3000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(text=mutated(), with_default=st.booleans())
+def test_mutated_ddl_raises_only_ddl_error(text: str, with_default: bool) -> None:
+    options = ParseOptions(default_bootstrap_servers="localhost:9092" if with_default else None)
+    _check(text, options)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=200))
+def test_arbitrary_text_raises_only_ddl_error(text: str) -> None:
+    _check(text, ParseOptions())
+
+
+# -- random valid tables come back as declared --------------------------------------------------
+
+TYPES = {
+    "INT": "int",
+    "BIGINT": "bigint",
+    "STRING": "string",
+    "VARCHAR(7)": "string",
+    "DOUBLE": "double",
+    "DECIMAL(9,3)": "decimal(9,3)",
+    "TIMESTAMP(3)": "timestamp",
+    "ARRAY<BIGINT>": "array<bigint>",
+    "MAP<STRING, INT>": "map<string,int>",
+    "ROW<a INT, b STRING>": "struct<a:int,b:string>",
+}
+names = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True).filter(
+    lambda n: n.upper() not in {"PRIMARY", "CONSTRAINT", "WATERMARK"}
+)
+
+
+@st.composite
+def valid_table(draw: st.DrawFn) -> tuple[str, list[tuple[str, str]], list[str], str]:
+    cols = draw(st.lists(names, min_size=1, max_size=6, unique_by=str.lower))
+    types = [draw(st.sampled_from(sorted(TYPES))) for _ in cols]
+    pk = draw(st.lists(st.sampled_from(cols), max_size=2, unique=True))
+    topic = draw(
+        st.from_regex(r"[A-Za-z0-9._-]{1,20}", fullmatch=True).filter(
+            lambda t: t not in (".", "..")
+        )
+    )
+    flink = draw(st.booleans())
+    body = ", ".join(f"{c} {t}" for c, t in zip(cols, types, strict=True))
+    if pk:
+        body += f", PRIMARY KEY ({', '.join(pk)})" + (" NOT ENFORCED" if flink else "")
+    props = f"'log-store.enabled' = 'true', 'log-store.topic' = '{topic}'"
+    tail = f"WITH ({props})" if flink else f"USING delta TBLPROPERTIES ({props})"
+    sql = f"CREATE TABLE db.t ({body}) {tail};"
+    return sql, list(zip(cols, types, strict=True)), pk, topic
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=valid_table())
+def test_valid_tables_round_trip(case: tuple[str, list[tuple[str, str]], list[str], str]) -> None:
+    sql, cols, pk, topic = case
+    (table,) = parse_ddl(sql, options=ParseOptions(default_bootstrap_servers="b:9092"))
+    assert [(c.name, c.type) for c in table.columns] == [(c, TYPES[t]) for c, t in cols]
+    assert list(table.primary_key) == pk
+    assert all(not c.nullable for c in table.columns if c.name in pk)
+    assert table.log_store is not None
+    assert (table.log_store.topic, table.log_store.address) == (topic, "b:9092")

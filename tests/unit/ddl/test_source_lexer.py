@@ -1,0 +1,88 @@
+"""Positions, typographic-quote repair and the sqlglot tokenizer wrapper."""
+
+# ruff: noqa: RUF001 - typographic quotes are what these tests are about
+from __future__ import annotations
+
+import pytest
+
+from logstore_cli.ddl import parse_ddl
+from logstore_cli.ddl.lexer import Kind, tokenize
+from logstore_cli.ddl.source import Issue, Source, Span, repair_quotes
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("text", "repaired"),
+    [
+        ("“a” = “b”", '"a" = "b"'),
+        ("“a“ = “b“", '"a" = "b"'),  # same character at both ends (seed 001)
+        ("‘a’ = ‘b’", "'a' = 'b'"),
+        ("„a“", '"a"'),
+        ('“say "hi"”', "'say \"hi\"'"),  # the ASCII quote that is not inside is used
+        ("'it’s' = “x”", "'it’s' = \"x\""),  # inside an ASCII string: left alone
+        ("-- it’s “fine”\n“k”", '-- it’s “fine”\n"k"'),  # comments: left alone
+        ("/* ‘a’ */ ‘b’", "/* ‘a’ */ 'b'"),
+        ("“open\n”", "“open\n”"),  # never across lines
+        ("“both ' and \"”", "“both ' and \"”"),  # cannot be repaired: left for the lexer
+        ("no quotes", "no quotes"),
+    ],
+)
+def test_repair_quotes(text: str, repaired: str) -> None:
+    assert repair_quotes(text) == repaired
+    assert len(repair_quotes(text)) == len(text)
+
+
+def test_typographic_property_list_parses() -> None:
+    (t,) = parse_ddl(
+        "create table t (a int) with (‘log-store.enabled’ = “true“, 'log-store.topic' = ‘x’, "
+        "“log-store.address” = 'h:1');"
+    )
+    assert t.log_store is not None and t.log_store.topic == "x"
+
+
+def test_source_positions_count_characters() -> None:
+    src = Source("ab\n“é” x\n", "f.sql")
+    assert src.line_col(0) == (1, 1)
+    assert src.line_col(3) == (2, 1)
+    assert src.line_col(7) == (2, 5)
+    assert src.line_col(9) == (3, 1)
+    d = src.diagnostic(Issue("m", Span(7, 8)))
+    assert (d.line, d.col, d.end_col, d.source_line) == (2, 5, 6, "“é” x")
+
+
+def test_masking_keeps_the_caret_aligned() -> None:
+    src = Source("k = 'secret', bad\n", "f")
+    d = src.diagnostic(Issue("m", Span(14, 17)), mask=[Span(4, 12)])
+    assert d.excerpt() == ["k = ********, bad", "              ^~~"]
+
+
+def test_tokens_keep_offsets_and_split_keyword_phrases() -> None:
+    lexed = tokenize("PRIMARY\n  KEY (`a``b`) 'x\\'y' 12 ;")
+    assert lexed.error is None
+    assert [(t.kind, t.text, t.start, t.end) for t in lexed.tokens] == [
+        (Kind.WORD, "PRIMARY", 0, 7),
+        (Kind.WORD, "KEY", 10, 13),
+        (Kind.SYMBOL, "(", 14, 15),
+        (Kind.IDENT, "a`b", 15, 21),
+        (Kind.SYMBOL, ")", 21, 22),
+        (Kind.STRING, "x'y", 23, 29),
+        (Kind.NUMBER, "12", 30, 32),
+        (Kind.SYMBOL, ";", 33, 34),
+    ]
+
+
+def test_lex_error_keeps_the_tokens_before_it() -> None:
+    lexed = tokenize("a b 'c")
+    assert [t.text for t in lexed.tokens] == ["a", "b"]
+    assert lexed.error == Issue("unterminated string: ' has no closing '", Span(4, 5))
+
+
+def test_statements_before_a_lex_error_are_still_checked() -> None:
+    from logstore_cli.ddl import parse_document
+
+    result = parse_document("CREATE TABLE a (x FOO);\nCREATE TABLE b (y INT) WITH ('k' = 'v);")
+    assert [(d.line, d.message) for d in result.errors] == [
+        (1, "unknown type 'FOO'"),
+        (2, "unterminated string: ' has no closing '"),
+    ]
