@@ -27,7 +27,7 @@ def validate(
         str,
         typer.Argument(
             help="DDL file with CREATE TABLE statements; '-' reads standard input.",
-            metavar="[FILE|-]",
+            metavar="FILE|-",
         ),
     ] = "-",
     json_: JsonOpt = False,

@@ -1,6 +1,6 @@
 """DDL text → ``TableSpec``: the only part of logstore that knows SQL syntax.
 
-Stages, each in its own module: ``source`` (text, positions, typographic-quote repair) → ``lexer``
+Stages, each in its own module: ``source`` (text, positions, invisible characters and typographic quotes) → ``lexer``
 (sqlglot's Spark tokenizer, wrapped) → ``parser`` (statements, CREATE TABLE grammar) → ``build``
 (names, keys, columns) with ``properties`` (registry-driven property checks and log-store
 resolution, also usable without DDL). No I/O: callers pass the text in.
@@ -15,7 +15,7 @@ from logstore_cli.ddl.build import build_table
 from logstore_cli.ddl.lexer import Kind, Token, tokenize
 from logstore_cli.ddl.options import BOOTSTRAP_SERVERS_ENV, ParseOptions
 from logstore_cli.ddl.parser import parse_statements
-from logstore_cli.ddl.source import Issue, Source, Span, repair_quotes
+from logstore_cli.ddl.source import Issue, Source, Span, clean
 from logstore_cli.errors import DDLError, Diagnostic
 from logstore_cli.model import TableSpec, is_secret_key, is_secret_value
 
@@ -59,7 +59,7 @@ def parse_document(
     """Parse and validate ``text``, returning the tables and all diagnostics (never raises)."""
     options = options or ParseOptions()
     source = Source(text, filename)
-    lexed = tokenize(repair_quotes(text))
+    lexed = tokenize(clean(text))
     tokens = lexed.tokens
     issues: list[Issue] = []
     if lexed.error is not None:

@@ -16,6 +16,8 @@ from logstore_cli.errors import Diagnostic
 
 _DOUBLE_TYPO = "“”„‟"
 _SINGLE_TYPO = "‘’‚‛"  # noqa: RUF001
+# Invisible characters that documents and editors slip into pasted DDL; they separate words.
+_INVISIBLE = str.maketrans(dict.fromkeys("\ufeff\u200b\u200c\u200d\u2060\u00a0\u202f", " "))
 _INTERESTING = re.compile(r"--|/\*|['\"`]|[" + _DOUBLE_TYPO + _SINGLE_TYPO + "]")
 
 
@@ -75,6 +77,14 @@ class Source:
             source_line="".join(chars),
             severity=issue.severity,
         )
+
+
+def clean(text: str) -> str:
+    """Text as the lexer should see it: invisible separators blanked, typographic quotes repaired.
+
+    Every change replaces one character by one, so offsets stay valid for the original text.
+    """
+    return repair_quotes(text.translate(_INVISIBLE))
 
 
 def repair_quotes(text: str) -> str:

@@ -195,5 +195,5 @@ def test_topic_configs_are_a_known_prefix() -> None:
     assert resolve_log_store({**AMORO, "log.topic.retention.ms": "3600000"}, "t") is not None
     with pytest.raises(DDLError, match="names no topic config"):
         resolve_log_store({**AMORO, "log.topic.": "x"}, "t")
-    with pytest.raises(DDLError, match="did you mean 'log.topic"):
+    with pytest.raises(DDLError, match=r"did you mean 'log\.topic\.retention\.ms'"):
         resolve_log_store({**AMORO, "log.topik.retention.ms": "1"}, "t")

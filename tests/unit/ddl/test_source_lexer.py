@@ -7,7 +7,7 @@ import pytest
 
 from logstore_cli.ddl import parse_ddl
 from logstore_cli.ddl.lexer import Kind, tokenize
-from logstore_cli.ddl.source import Issue, Source, Span, repair_quotes
+from logstore_cli.ddl.source import Issue, Source, Span, clean, repair_quotes
 
 pytestmark = pytest.mark.unit
 
@@ -86,3 +86,19 @@ def test_statements_before_a_lex_error_are_still_checked() -> None:
         (1, "unknown type 'FOO'"),
         (2, "unterminated string: ' has no closing '"),
     ]
+
+
+@pytest.mark.parametrize("sep", ["\ufeff", "\u200b", "\u00a0", "\u202f"])
+def test_invisible_separators_from_documents(sep: str) -> None:
+    text = f"{sep}CREATE{sep}TABLE t (a{sep}INT);"
+    assert len(clean(text)) == len(text)
+    (t,) = parse_ddl(text)
+    assert t.columns[0].type == "int"
+
+
+def test_crlf_line_endings() -> None:
+    from logstore_cli.ddl import parse_document
+
+    result = parse_document("CREATE TABLE t (\r\n a INT,\r\n b FOO\r\n);")
+    (d,) = result.errors
+    assert (d.line, d.col, d.source_line) == (3, 4, " b FOO")
