@@ -117,6 +117,22 @@ class DDLError(InvalidInputError):
         return tuple(d for d in self.diagnostics if d.severity == "error")
 
 
+class TableNotFoundError(LogstoreError):
+    """No table of that name in the warehouse; the hint names the nearest existing ones."""
+
+
+class TableExistsError(LogstoreError):
+    """The table already exists (identical); ``--if-not-exists`` makes this a no-op."""
+
+
+class TableConflictError(LogstoreError):
+    """The table or its topic exists but differs from the definition; ``detail`` shows how."""
+
+
+class WarehouseError(LogstoreError):
+    """The warehouse location is missing, not a directory, or not writable."""
+
+
 class KafkaAuthenticationError(BrokerError):
     """The broker rejected the client's credentials (SASL mechanism, user name or password, TLS)."""
 

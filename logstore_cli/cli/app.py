@@ -15,9 +15,9 @@ from typing import Annotated
 import typer
 
 from logstore_cli import __version__
-from logstore_cli.cli import broker, ddl, setup
+from logstore_cli.cli import broker, ddl, setup, tables
 from logstore_cli.cli.output import Output
-from logstore_cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, LogstoreError
+from logstore_cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, DDLError, LogstoreError
 
 app = typer.Typer(
     name="logstore",
@@ -60,6 +60,11 @@ app.add_typer(broker.app, name="broker")
 app.command("setup")(setup.setup)
 app.command("validate")(ddl.validate)
 app.command("properties")(ddl.properties)
+app.command("create-table")(tables.create_table)
+app.command("describe")(tables.describe)
+app.command("list")(tables.list_tables)
+app.command("alter-table")(tables.alter_table)
+app.command("drop-table")(tables.drop_table)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -72,7 +77,10 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        Output().error(exc.message, hint=exc.hint, detail=exc.detail)
+        if isinstance(exc, DDLError):  # FILE:LINE:COL: error: … with the source line
+            ddl.print_diagnostics(Output(), exc.diagnostics)
+        else:
+            Output().error(exc.message, hint=exc.hint, detail=exc.detail)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         Output().error("interrupted")

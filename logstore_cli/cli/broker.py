@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from logstore_cli.cli.options import JsonOpt, StateDirOpt
-from logstore_cli.cli.output import Output, simple_table
+from logstore_cli.cli.output import Output, key_value_table
 from logstore_cli.errors import BrokerError
 from logstore_cli.paths import state_home
 
@@ -23,7 +23,7 @@ app = typer.Typer(
 
 def _render(title: str, data: dict[str, Any]) -> Any:
     def render(console: Console) -> None:
-        console.print(simple_table(title, ["", ""], list(data.items())))
+        console.print(key_value_table(title, list(data.items())))
 
     return render
 

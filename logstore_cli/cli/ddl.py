@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -12,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from logstore_cli.cli.options import JsonOpt
+from logstore_cli.cli.options import BootstrapOpt, ConfigOpt, JsonOpt
 from logstore_cli.cli.output import Output, simple_table
 from logstore_cli.errors import EXIT_INVALID_INPUT, Diagnostic, InvalidInputError
 
@@ -31,13 +30,18 @@ def validate(
         ),
     ] = "-",
     json_: JsonOpt = False,
+    config: ConfigOpt = None,
+    bootstrap_servers: BootstrapOpt = None,
 ) -> None:
     """Parse and check every CREATE TABLE in FILE; errors as FILE:LINE:COL (exit code 2)."""
+    from logstore_cli.cli.context import make_context
     from logstore_cli.ddl import ParseOptions, parse_document
 
     out = Output(json_mode=json_)
-    text, name = _read(file)
-    result = parse_document(text, name, ParseOptions.from_env(os.environ))
+    text, name = read_ddl(file)
+    ctx = make_context(config, bootstrap_servers=bootstrap_servers)
+    options = ParseOptions(default_bootstrap_servers=ctx.default_bootstrap())
+    result = parse_document(text, name, options)
     print_diagnostics(out, result.diagnostics)
     if result.errors:
         raise typer.Exit(EXIT_INVALID_INPUT)
@@ -82,7 +86,7 @@ def print_diagnostics(out: Output, diagnostics: Iterable[Diagnostic]) -> None:
             out.err.print(Text(line), soft_wrap=True, highlight=False)
 
 
-def _read(file: str) -> tuple[str, str]:
+def read_ddl(file: str) -> tuple[str, str]:
     """The text of FILE (or stdin for '-') and the name diagnostics use for it."""
     if file == "-":
         if sys.stdin.isatty():

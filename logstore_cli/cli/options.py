@@ -19,3 +19,52 @@ StateDirOpt = Annotated[
         show_default="~/.local/state/logstore",
     ),
 ]
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="TOML config file (see configs/logstore.toml).",
+        envvar="LOGSTORE_CONFIG",
+        exists=False,
+    ),
+]
+WarehouseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--warehouse",
+        help="Warehouse directory: tables live at <warehouse>/<db>/<table>. "
+        "Env: LOGSTORE_WAREHOUSE. [default: ./warehouse]",
+        show_default=False,
+    ),
+]
+BootstrapOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap-servers",
+        help="Kafka brokers for tables whose DDL names none. Env: "
+        "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS. [default: the local broker]",
+        show_default=False,
+    ),
+]
+KafkaTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--kafka-timeout",
+        help="Seconds a Kafka call may take before it fails. Env: LOGSTORE_KAFKA_TIMEOUT. "
+        "[default: 10]",
+        show_default=False,
+    ),
+]
+MasterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--master",
+        help="Spark master (local[*], spark://…, yarn, k8s://…). Env: LOGSTORE_SPARK_MASTER.",
+        show_default=False,
+    ),
+]
+SparkConfOpt = Annotated[
+    list[str] | None,
+    typer.Option("--conf", help="Extra Spark configuration KEY=VALUE (repeatable).", metavar="K=V"),
+]

@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 def _stdout_console() -> Console:
@@ -65,11 +66,21 @@ class Output:
 
 
 def simple_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
+    """A table of plain values: cells are text, never Rich markup (user data may hold '[')."""
     table = Table(title=title, title_justify="left", header_style="bold")
     for col in columns:
         table.add_column(col)
     for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
+        table.add_row(*(Text("" if v is None else str(v)) for v in row))
+    return table
+
+
+def key_value_table(title: str | None, pairs: Sequence[tuple[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in pairs:
+        table.add_row(Text(key), Text("" if value is None else str(value)))
     return table
 
 

@@ -321,7 +321,9 @@ class _Checker:
             if not value:
                 self.problem(
                     f"the log store is on ('{switch}') but no Kafka broker address is set; add "
-                    f"'{key}' = 'host:9092' or set the environment variable {BOOTSTRAP_SERVERS_ENV}",
+                    f"'{key}' = 'host:9092', or give a default: --bootstrap-servers, "
+                    f"{BOOTSTRAP_SERVERS_ENV}, the config's kafka.bootstrap_servers, or a running "
+                    "'logstore broker start'",
                     switch,
                 )
                 return None

@@ -279,8 +279,9 @@ def test_log_store_without_address_says_how_to_fix() -> None:
         1,
         30,
         "the log store is on ('log.system') but no Kafka broker address is set; add "
-        "'kafka.bootstrap.servers' = 'host:9092' or set the environment variable "
-        "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS",
+        "'kafka.bootstrap.servers' = 'host:9092', or give a default: --bootstrap-servers, "
+        "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS, the config's kafka.bootstrap_servers, or a running "
+        "'logstore broker start'",
     )
 
 

@@ -1,0 +1,93 @@
+"""What commands share: the resolved configuration, the default broker, and the stores."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from logstore_cli import config as cfg
+from logstore_cli.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from logstore_cli.provision.service import Stores
+
+
+@dataclass(frozen=True)
+class Context:
+    config: cfg.Config
+
+    @property
+    def warehouse(self) -> Path:
+        return self.config.warehouse_path()
+
+    def default_bootstrap(self) -> str | None:
+        """The config's brokers, else the local broker when 'logstore broker start' runs one."""
+        if self.config.kafka.bootstrap_servers:
+            return self.config.kafka.bootstrap_servers
+        from logstore_cli.kafka import local_broker
+        from logstore_cli.paths import state_home
+
+        info = local_broker.read_state(state_home())
+        return info.bootstrap if info and local_broker.is_running(info) else None
+
+
+def parse_pairs(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
+    """``["k=v", ...]`` -> dict; a pair without '=' is an error naming the flag."""
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInputError(
+                f"{flag} expects KEY=VALUE, got {pair!r}",
+                hint=f"e.g. {flag} log.system.partitions=4",
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def make_context(
+    config_path: Path | None,
+    *,
+    warehouse: str | None = None,
+    bootstrap_servers: str | None = None,
+    kafka_timeout: float | None = None,
+    master: str | None = None,
+    spark_conf: Sequence[str] | None = None,
+) -> Context:
+    overrides = cfg.Overrides(
+        warehouse=warehouse,
+        bootstrap_servers=bootstrap_servers,
+        kafka_timeout_s=kafka_timeout,
+        spark_master=master,
+        spark_conf=parse_pairs(spark_conf, "--conf"),
+    )
+    return Context(cfg.load(config_path, os.environ, overrides))
+
+
+@contextmanager
+def open_stores(ctx: Context) -> Iterator[Stores]:
+    """The real Delta (Spark, started lazily) and Kafka stores; closed on exit."""
+    from logstore_cli.provision.delta_spark import SparkDeltaStore
+    from logstore_cli.provision.kafka_topics import KafkaTopicStore
+    from logstore_cli.provision.service import Stores
+
+    def session() -> SparkSession:
+        from logstore_cli.jobs.spark import SparkSettings, build_session
+
+        return build_session(
+            SparkSettings(master=ctx.config.spark.master, conf=ctx.config.spark.conf)
+        )
+
+    delta = SparkDeltaStore(session)
+    topics = KafkaTopicStore(ctx.config.kafka)
+    try:
+        yield Stores(delta, topics)
+    finally:
+        topics.close()
+        delta.close()

@@ -1,0 +1,325 @@
+"""Table commands: create-table, describe, list, alter-table, drop-table.
+
+Each command resolves the context, calls one service function and renders its result; heavy modules
+(delta-rs, confluent-kafka, pyspark) are imported inside the commands, never at import time.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.text import Text
+
+from logstore_cli.cli.context import Context, make_context, open_stores, parse_pairs
+from logstore_cli.cli.options import (
+    BootstrapOpt,
+    ConfigOpt,
+    JsonOpt,
+    KafkaTimeoutOpt,
+    MasterOpt,
+    SparkConfOpt,
+    WarehouseOpt,
+)
+from logstore_cli.cli.output import Output, key_value_table, simple_table
+from logstore_cli.errors import InvalidInputError
+
+TableArg = Annotated[str, typer.Argument(help="Table name: db.table (or table, in 'default').")]
+DeleteTopicOpt = Annotated[
+    bool, typer.Option("--delete-topic", help="Also delete the table's Kafka topic.")
+]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Print the plan; create or change nothing.")
+]
+
+
+def _read_input(file: str | None, sql: str | None) -> tuple[str, str]:
+    """(text, filename) from --sql, a file, or standard input ('-')."""
+    from logstore_cli.cli.ddl import read_ddl
+
+    if sql is not None:
+        if file is not None:
+            raise InvalidInputError("give either FILE or --sql, not both")
+        return sql, "<sql>"
+    if file is None:
+        raise InvalidInputError(
+            "no DDL given", hint="pass a file, '-' for standard input, or --sql 'CREATE TABLE …'"
+        )
+    return read_ddl(file)
+
+
+def _parse(ctx: Context, text: str, filename: str) -> list[Any]:
+    from logstore_cli.ddl import ParseOptions, parse_ddl
+
+    specs = parse_ddl(
+        text, filename, ParseOptions(default_bootstrap_servers=ctx.default_bootstrap())
+    )
+    if not specs:
+        raise InvalidInputError(f"{filename}: no CREATE TABLE statement found")
+    return specs
+
+
+def create_table(
+    file: Annotated[
+        str | None, typer.Argument(help="DDL file, or '-' for standard input.", show_default=False)
+    ] = None,
+    sql: Annotated[str | None, typer.Option("--sql", help="DDL text instead of a file.")] = None,
+    if_not_exists: Annotated[
+        bool,
+        typer.Option(
+            "--if-not-exists", help="An existing identical table is a no-op, not an error."
+        ),
+    ] = False,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+    config: ConfigOpt = None,
+    warehouse: WarehouseOpt = None,
+    bootstrap_servers: BootstrapOpt = None,
+    kafka_timeout: KafkaTimeoutOpt = None,
+    master: MasterOpt = None,
+    conf: SparkConfOpt = None,
+) -> None:
+    """Create the Delta table and, when the log store is on, its Kafka topic, for each CREATE TABLE."""
+    from logstore_cli.provision.service import create_tables
+
+    ctx = make_context(
+        config, warehouse=warehouse, bootstrap_servers=bootstrap_servers,
+        kafka_timeout=kafka_timeout, master=master, spark_conf=conf,
+    )  # fmt: skip
+    out = Output(json_mode=json_)
+    specs = _parse(ctx, *_read_input(file, sql))
+    with open_stores(ctx) as stores:
+        plans = create_tables(
+            specs, ctx.warehouse, stores, if_not_exists=if_not_exists, dry_run=dry_run
+        )
+    rows = [p.to_json() | {"status": _status(p.is_noop, dry_run)} for p in plans]
+    for row in rows:
+        verb = {"planned": "would create", "created": "created", "exists": "exists, unchanged"}
+        out.success(f"{row['table']}: {verb[row['status']]} ({row['path']})")
+    out.emit(rows, lambda c: c.print(_plan_table(rows, dry_run)))
+
+
+def _status(noop: bool, dry_run: bool) -> str:
+    return "exists" if noop else ("planned" if dry_run else "created")
+
+
+def _plan_table(rows: list[dict[str, Any]], dry_run: bool) -> Any:
+    def topic(r: dict[str, Any]) -> str:
+        t = r["topic"]
+        if t is None:
+            return "(log store off)"
+        return (
+            f"{t['name']} ({t['action']}; {t['partitions']} partitions, replication "
+            f"{t['replication']}) @ {t['address']}"
+        )
+
+    return simple_table(
+        "Plan (dry run)" if dry_run else "Tables",
+        ["table", "status", "delta", "topic"],
+        [(r["table"], r["status"], r["delta"], topic(r)) for r in rows],
+    )
+
+
+def describe(
+    table: TableArg,
+    json_: JsonOpt = False,
+    no_topic: Annotated[
+        bool, typer.Option("--no-topic", help="Do not contact Kafka; Delta metadata only.")
+    ] = False,
+    config: ConfigOpt = None,
+    warehouse: WarehouseOpt = None,
+    bootstrap_servers: BootstrapOpt = None,
+    kafka_timeout: KafkaTimeoutOpt = None,
+) -> None:
+    """Show a table: schema, key, properties (secrets redacted), Delta version, topic offsets."""
+    from logstore_cli.provision.kafka_topics import KafkaTopicStore
+    from logstore_cli.provision.service import describe_table, load_table
+
+    ctx = make_context(
+        config, warehouse=warehouse, bootstrap_servers=bootstrap_servers,
+        kafka_timeout=kafka_timeout,
+    )  # fmt: skip
+    out = Output(json_mode=json_)
+    stored = load_table(ctx.warehouse, table, default_bootstrap=ctx.default_bootstrap())
+    topics = None if no_topic else KafkaTopicStore(ctx.config.kafka)
+    try:
+        data = describe_table(stored, topics)
+    finally:
+        if topics is not None:
+            topics.close()
+    if data["topic"] and data["topic"].get("error"):
+        out.warning(f"topic {data['topic']['name']}: {data['topic']['error']}")
+    out.emit(data, lambda c: _render_describe(c, data))
+
+
+def _render_describe(console: Console, d: dict[str, Any]) -> None:
+    cols = simple_table(
+        None, ["column", "type", "nullable", "key"],
+        [(c["name"], c["type"], "yes" if c["nullable"] else "no",
+          "PK" if c["name"] in d["primary_key"] else "") for c in d["columns"]],
+    )  # fmt: skip
+    head = key_value_table(
+        None,
+        [("path", d["path"]), ("delta version", d["delta"]["version"]),
+         ("data files", d["delta"]["num_files"]), ("using", d["using"] or ""),
+         ("partitioned by", ", ".join(d["partitioned_by"]) or "")],
+    )  # fmt: skip
+    parts: list[Any] = [head, cols]
+    log = d["log_store"]
+    if log:
+        parts.append(
+            key_value_table(
+                "Log store",
+                [(k.replace("_", " "), v) for k, v in log.items()
+                 if k not in ("enabled", "client_properties") and v is not None]
+                + [("client properties", ", ".join(f"{k}={v}" for k, v in
+                                                   log["client_properties"].items()))],
+            )
+        )  # fmt: skip
+        topic = d["topic"]
+        if topic and topic.get("exists"):
+            parts.append(
+                simple_table(
+                    f"Topic {topic['name']} (replication {topic['replication']})",
+                    ["partition", "end offset"],
+                    [(p["partition"], p["end_offset"]) for p in topic["partitions"]],
+                )
+            )
+    else:
+        parts.append("[dim]log store: off[/dim]")
+    if d["properties"]:
+        parts.append(simple_table("Properties", ["key", "value"], list(d["properties"].items())))
+    if d["secret_keys_not_stored"]:
+        parts.append(
+            Text(
+                "secrets not stored with the table (supply them in the config's [kafka.client]): "
+                + ", ".join(d["secret_keys_not_stored"]),
+                style="dim",
+            )
+        )
+    console.print(
+        Panel(Group(*parts), title=f"[bold]{d['name']}[/bold]", title_align="left", expand=False)
+    )
+
+
+def list_tables(
+    json_: JsonOpt = False,
+    config: ConfigOpt = None,
+    warehouse: WarehouseOpt = None,
+    bootstrap_servers: BootstrapOpt = None,
+) -> None:
+    """List the warehouse's tables with their log store status."""
+    from logstore_cli.provision.service import list_tables as list_service
+
+    ctx = make_context(config, warehouse=warehouse, bootstrap_servers=bootstrap_servers)
+    out = Output(json_mode=json_)
+    rows = list_service(ctx.warehouse, default_bootstrap=ctx.default_bootstrap())
+
+    def render(console: Console) -> None:
+        if not rows:
+            console.print(f"no tables in {ctx.warehouse}")
+            return
+        console.print(
+            simple_table(
+                f"Tables in {ctx.warehouse}",
+                ["table", "version", "columns", "primary key", "log store"],
+                [(r["name"], r["version"], r["columns"], ", ".join(r["primary_key"]),
+                  r["error"] or (f"{r['log_store']['topic']} ({r['log_store']['consistency']})"
+                                 if r["log_store"] else "off")) for r in rows],
+            )
+        )  # fmt: skip
+
+    out.emit(rows, render)
+
+
+def alter_table(
+    table: TableArg,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Set a property KEY=VALUE (repeatable).", metavar="K=V"),
+    ] = None,
+    unset: Annotated[
+        list[str] | None, typer.Option("--unset", help="Remove a property (repeatable).")
+    ] = None,
+    delete_topic: DeleteTopicOpt = False,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+    config: ConfigOpt = None,
+    warehouse: WarehouseOpt = None,
+    bootstrap_servers: BootstrapOpt = None,
+    kafka_timeout: KafkaTimeoutOpt = None,
+    master: MasterOpt = None,
+    conf: SparkConfOpt = None,
+) -> None:
+    """Change table properties, validated like DDL; turning the log store on creates its topic."""
+    from logstore_cli.provision.service import alter_table as alter_service
+    from logstore_cli.provision.service import load_table
+
+    changes, removals = parse_pairs(set_, "--set"), list(unset or [])
+    if not changes and not removals:
+        raise InvalidInputError("nothing to change", hint="pass --set KEY=VALUE and/or --unset KEY")
+    ctx = make_context(
+        config, warehouse=warehouse, bootstrap_servers=bootstrap_servers,
+        kafka_timeout=kafka_timeout, master=master, spark_conf=conf,
+    )  # fmt: skip
+    out = Output(json_mode=json_)
+    default = ctx.default_bootstrap()
+    stored = load_table(ctx.warehouse, table, default_bootstrap=default)
+    with open_stores(ctx) as stores:
+        result = alter_service(
+            stored, stores, changes, removals, delete_topic=delete_topic,
+            default_bootstrap=default, dry_run=dry_run,
+        )  # fmt: skip
+    data = {"table": result.table, "set": result.set, "unset": result.unset,
+            "topic": result.topic, "dry_run": dry_run}  # fmt: skip
+    out.success(f"{result.table}: {'would change' if dry_run else 'changed'} properties")
+    if result.topic:
+        out.info(f"topic {result.topic['name']}: {result.topic['action']}")
+    out.emit(data, lambda c: None)
+
+
+def drop_table(
+    table: TableArg,
+    delete_topic: DeleteTopicOpt = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    json_: JsonOpt = False,
+    config: ConfigOpt = None,
+    warehouse: WarehouseOpt = None,
+    bootstrap_servers: BootstrapOpt = None,
+    kafka_timeout: KafkaTimeoutOpt = None,
+) -> None:
+    """Delete a table's Delta directory (and with --delete-topic its topic). Asks first."""
+    from logstore_cli.provision.delta_spark import SparkDeltaStore
+    from logstore_cli.provision.kafka_topics import KafkaTopicStore
+    from logstore_cli.provision.service import Stores, load_table
+    from logstore_cli.provision.service import drop_table as drop_service
+
+    ctx = make_context(
+        config, warehouse=warehouse, bootstrap_servers=bootstrap_servers,
+        kafka_timeout=kafka_timeout,
+    )  # fmt: skip
+    out = Output(json_mode=json_)
+    stored = load_table(ctx.warehouse, table, default_bootstrap=ctx.default_bootstrap())
+    what = f"table '{stored.ref.name}' ({stored.ref.path})"
+    if delete_topic and stored.spec.log_store:
+        what += f" and topic '{stored.spec.log_store.topic}'"
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InvalidInputError(
+                f"refusing to drop {what} without confirmation (not a terminal)",
+                hint="pass --yes to drop without asking",
+            )
+        if not typer.confirm(f"Drop {what}? This deletes its data", default=False):
+            out.info("nothing dropped")
+            raise typer.Exit(1)
+    topics = KafkaTopicStore(ctx.config.kafka)
+    try:
+        # No Spark: dropping a path table is a directory removal.
+        result = drop_service(stored, Stores(SparkDeltaStore(), topics), delete_topic=delete_topic)
+    finally:
+        topics.close()
+    out.success(f"dropped {what}")
+    out.emit(result, lambda c: None)

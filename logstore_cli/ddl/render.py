@@ -1,0 +1,30 @@
+"""Render the few Spark SQL statements logstore issues itself (quoting lives with the SQL syntax)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+
+def quote_identifier(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def delta_path_table(path: str) -> str:
+    return f"delta.{quote_identifier(path)}"
+
+
+def alter_properties_sql(path: str, set_: Mapping[str, str], unset: Sequence[str]) -> list[str]:
+    """``ALTER TABLE delta.`path` SET/UNSET TBLPROPERTIES`` statements for a property change."""
+    table = delta_path_table(path)
+    statements = []
+    if set_:
+        pairs = ", ".join(f"{quote_string(k)} = {quote_string(v)}" for k, v in set_.items())
+        statements.append(f"ALTER TABLE {table} SET TBLPROPERTIES ({pairs})")
+    if unset:
+        keys = ", ".join(quote_string(k) for k in unset)
+        statements.append(f"ALTER TABLE {table} UNSET TBLPROPERTIES IF EXISTS ({keys})")
+    return statements

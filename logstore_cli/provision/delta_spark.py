@@ -1,0 +1,98 @@
+"""The Delta side of provisioning, through delta-spark (reads go through delta-rs, no JVM).
+
+The Spark session starts lazily, on the first write: a no-op ``create-table --if-not-exists``,
+``--dry-run`` and ``drop-table`` never start a JVM.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from logstore_cli.catalog import warehouse as wh
+from logstore_cli.errors import LogstoreError
+from logstore_cli.model import TableSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class SparkDeltaStore:
+    def __init__(self, session_factory: Callable[[], SparkSession] | None = None) -> None:
+        """``session_factory`` None: a store that only reads and drops (no Spark at all)."""
+        self._factory = session_factory
+        self._spark: SparkSession | None = None
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            if self._factory is None:
+                raise AssertionError("this SparkDeltaStore was made without a Spark session")
+            self._spark = self._factory()
+        return self._spark
+
+    def close(self) -> None:
+        if self._spark is not None:
+            self._spark.stop()
+            self._spark = None
+
+    def read(self, path: Path) -> wh.DeltaState | None:
+        if not path.exists():
+            return None
+        if not wh.is_delta_table(path):
+            if any(path.iterdir()):
+                raise LogstoreError(
+                    f"{path} exists and is not a Delta table",
+                    hint="move or remove it, or use another table name or warehouse",
+                )
+            return None
+        return wh.read_delta(path)
+
+    def create(self, path: Path, spec: TableSpec, properties: Mapping[str, str]) -> None:
+        from delta.tables import DeltaTable
+
+        builder = DeltaTable.create(self.spark).location(str(path))
+        for col in spec.columns:
+            builder = builder.addColumn(
+                col.name, col.type, nullable=col.nullable, comment=col.comment
+            )
+        if spec.partitioned_by:
+            builder = builder.partitionedBy(*spec.partitioned_by)
+        if spec.comment:
+            builder = builder.comment(spec.comment)
+        for key, value in properties.items():
+            builder = builder.property(key, value)
+        try:
+            builder.execute()
+        except Exception as exc:
+            raise LogstoreError(
+                f"creating the Delta table at {path} failed: {_first_line(exc)}",
+                hint="check the column types and the warehouse; --verbose shows the Spark error",
+            ) from exc
+
+    def alter(self, path: Path, set_: Mapping[str, str], unset: Sequence[str]) -> None:
+        from logstore_cli.ddl.render import alter_properties_sql
+
+        try:
+            for statement in alter_properties_sql(str(path), set_, unset):
+                self.spark.sql(statement)
+        except Exception as exc:
+            raise LogstoreError(
+                f"changing the properties of the Delta table at {path} failed: {_first_line(exc)}"
+            ) from exc
+
+    def drop(self, path: Path) -> None:
+        try:
+            shutil.rmtree(path)
+        except OSError as exc:
+            raise LogstoreError(
+                f"could not remove the Delta table at {path}: {exc.strerror or exc}",
+                hint="check the directory's permissions; nothing else was changed",
+            ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

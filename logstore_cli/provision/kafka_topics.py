@@ -1,0 +1,45 @@
+"""The Kafka side of provisioning: one admin client per broker address, config + DDL properties."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from logstore_cli.config import KafkaConfig
+from logstore_cli.kafka.admin import KafkaAdmin, TopicInfo
+from logstore_cli.model import LogStoreSpec
+
+
+class KafkaTopicStore:
+    def __init__(self, config: KafkaConfig) -> None:
+        self._config = config
+        self._admins: dict[tuple[str, frozenset[tuple[str, str]]], KafkaAdmin] = {}
+
+    def _admin(self, log: LogStoreSpec) -> KafkaAdmin:
+        # The config's client properties apply to every table; the table's own keys win.
+        props = {**self._config.client, **log.client_properties}
+        key = (log.address, frozenset(props.items()))
+        if key not in self._admins:
+            self._admins[key] = KafkaAdmin(log.address, props, timeout_s=self._config.timeout_s)
+        return self._admins[key]
+
+    def describe(self, log: LogStoreSpec) -> TopicInfo | None:
+        return self._admin(log).describe_topic(log.topic)
+
+    def create(
+        self, log: LogStoreSpec, partitions: int, replication: int, configs: Mapping[str, str]
+    ) -> None:
+        self._admin(log).create_topic(log.topic, partitions, replication, configs)
+
+    def add_partitions(self, log: LogStoreSpec, total: int) -> None:
+        self._admin(log).add_partitions(log.topic, total)
+
+    def delete(self, log: LogStoreSpec) -> None:
+        self._admin(log).delete_topic(log.topic)
+
+    def end_offsets(self, log: LogStoreSpec) -> dict[int, int]:
+        return self._admin(log).end_offsets(log.topic)
+
+    def close(self) -> None:
+        for admin in self._admins.values():
+            admin.close()
+        self._admins.clear()

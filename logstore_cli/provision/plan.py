@@ -1,0 +1,178 @@
+"""Decide what creating a table means given what already exists. Pure: no I/O, no Spark, no Kafka.
+
+The plan says, for the Delta table and for the topic, whether to create it or use what exists, and
+lists every difference between the definition and what exists; any difference is a conflict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from logstore_cli.catalog.schema import columns_from_delta_schema
+from logstore_cli.catalog.warehouse import DeltaState
+from logstore_cli.errors import TableConflictError, TableExistsError
+from logstore_cli.kafka.admin import TopicInfo
+from logstore_cli.model import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, TableSpec
+
+
+class Step(StrEnum):
+    CREATE = "create"
+    EXISTS = "exists"  # already there and identical: used as it is
+    NONE = "none"  # not part of this table (no log store)
+
+
+@dataclass(frozen=True)
+class Difference:
+    what: str
+    declared: str
+    existing: str
+
+    def __str__(self) -> str:
+        return f"{self.what}: declared {self.declared}, existing {self.existing}"
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    spec: TableSpec
+    path: Path
+    delta: Step
+    topic: Step
+    partitions: int | None = None
+    replication: int | None = None
+    topic_configs: dict[str, str] = field(default_factory=dict)
+    differences: tuple[Difference, ...] = ()
+
+    @property
+    def is_noop(self) -> bool:
+        return self.delta is not Step.CREATE and self.topic is not Step.CREATE
+
+    def to_json(self) -> dict[str, Any]:
+        log = self.spec.log_store
+        return {
+            "table": self.spec.name,
+            "path": str(self.path),
+            "delta": self.delta.value,
+            "topic": None
+            if log is None
+            else {
+                "name": log.topic,
+                "address": log.address,
+                "action": self.topic.value,
+                "partitions": self.partitions,
+                "replication": self.replication,
+                "configs": self.topic_configs,
+            },
+            "differences": [str(d) for d in self.differences],
+        }
+
+
+def topic_configs(spec: TableSpec) -> dict[str, str]:
+    """Kafka topic configs declared with ``log.topic.<config>`` (a logstore extension)."""
+    prefix = "log.topic."
+    return {k[len(prefix) :]: v for k, v in spec.properties.items() if k.startswith(prefix)}
+
+
+def table_differences(spec: TableSpec, existing: DeltaState) -> list[Difference]:
+    diffs: list[Difference] = []
+    have = {c.name.lower(): c for c in columns_from_delta_schema(existing.schema)}
+    want = {c.name.lower(): c for c in spec.columns}
+    for key, col in want.items():
+        old = have.get(key)
+        if old is None:
+            diffs.append(Difference(f"column {col.name}", col.type, "missing"))
+            continue
+        if old.type != col.type:
+            diffs.append(Difference(f"column {col.name} type", col.type, old.type))
+        if old.nullable != col.nullable:
+            diffs.append(
+                Difference(
+                    f"column {col.name} nullability",
+                    _null(col.nullable),
+                    _null(old.nullable),
+                )
+            )
+    for key, old in have.items():
+        if key not in want:
+            diffs.append(Difference(f"column {old.name}", "missing", old.type))
+    if [c.lower() for c in spec.primary_key] != [c.lower() for c in existing.primary_key]:
+        diffs.append(
+            Difference("primary key", _cols(spec.primary_key), _cols(existing.primary_key))
+        )
+    if tuple(spec.partitioned_by) != existing.partition_columns:
+        diffs.append(
+            Difference(
+                "partitioning", _cols(spec.partitioned_by), _cols(existing.partition_columns)
+            )
+        )
+    return diffs
+
+
+def topic_differences(
+    spec: TableSpec, topic: TopicInfo, partitions: int, replication: int
+) -> list[Difference]:
+    diffs = []
+    name = spec.log_store.topic if spec.log_store else topic.name
+    if topic.partitions != partitions:
+        diffs.append(Difference(f"topic {name} partitions", str(partitions), str(topic.partitions)))
+    if topic.replication != replication:
+        diffs.append(
+            Difference(f"topic {name} replication", str(replication), str(topic.replication))
+        )
+    for key, value in topic_configs(spec).items():
+        if topic.configs.get(key) != value:
+            diffs.append(
+                Difference(f"topic {name} config {key}", value, topic.configs.get(key, "default"))
+            )
+    return diffs
+
+
+def plan_table(
+    spec: TableSpec,
+    path: Path,
+    existing_delta: DeltaState | None,
+    existing_topic: TopicInfo | None,
+) -> TablePlan:
+    """What to do for ``spec``; differences with what exists are recorded, not raised."""
+    diffs: list[Difference] = []
+    delta = Step.CREATE
+    if existing_delta is not None:
+        delta = Step.EXISTS
+        diffs += table_differences(spec, existing_delta)
+    log = spec.log_store
+    if log is None:
+        return TablePlan(spec, path, delta, Step.NONE, differences=tuple(diffs))
+    partitions = log.partitions or DEFAULT_PARTITIONS
+    replication = log.replication or DEFAULT_REPLICATION
+    topic = Step.CREATE
+    if existing_topic is not None:
+        topic = Step.EXISTS
+        diffs += topic_differences(spec, existing_topic, partitions, replication)
+    return TablePlan(
+        spec, path, delta, topic, partitions, replication, topic_configs(spec), tuple(diffs)
+    )
+
+
+def check_plan(plan: TablePlan, *, if_not_exists: bool) -> None:
+    """Raise when the plan may not go ahead: a conflict, or an existing table without the flag."""
+    if plan.differences:
+        raise TableConflictError(
+            f"table '{plan.spec.name}' already exists and differs from the definition",
+            detail="\n".join(f"  - {d}" for d in plan.differences),
+            hint="drop it first ('logstore drop-table'), or change the DDL to match",
+        )
+    if plan.delta is Step.EXISTS and not (if_not_exists or plan.spec.if_not_exists):
+        raise TableExistsError(
+            f"table '{plan.spec.name}' already exists at {plan.path}",
+            hint="pass --if-not-exists (or write CREATE TABLE IF NOT EXISTS) to accept it",
+        )
+
+
+def _null(nullable: bool) -> str:
+    return "NULL" if nullable else "NOT NULL"
+
+
+def _cols(cols: tuple[str, ...] | list[str]) -> str:
+    return "(" + ", ".join(cols) + ")" if cols else "none"
