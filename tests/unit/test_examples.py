@@ -1,0 +1,27 @@
+"""The examples shipped in configs/ stay valid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from logstore_cli.ddl import ParseOptions, parse_ddl
+
+CONFIGS = Path(__file__).parents[2] / "configs"
+
+
+def test_demo_ddl_parses_both_vocabularies() -> None:
+    tables = parse_ddl(
+        (CONFIGS / "demo.sql").read_text(), "demo.sql", ParseOptions(default_bootstrap_servers="h:1")
+    )
+    by_name = {t.name: t for t in tables}
+    assert set(by_name) == {"demo.orders", "demo.users"}
+    orders, users = by_name["demo.orders"], by_name["demo.users"]
+    assert orders.log_store and orders.log_store.consistency.value == "eventual"
+    assert orders.log_store.partitions == 3 and orders.log_store.address == "h:1"
+    assert users.log_store and users.log_store.consistency.value == "committed"
+    assert [c.type for c in users.columns] == [
+        "int",
+        "string",
+        "array<string>",
+        "struct<city:string,zip:string>",
+    ]
