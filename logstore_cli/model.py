@@ -46,9 +46,18 @@ _SECRET_SUFFIXES = ("password", "secret", "token")
 _SECRET_VALUE = re.compile(r"(password|secret|token)\s*=", re.IGNORECASE)
 
 
+# Whole keys that carry secrets without saying so (librdkafka's OIDC config holds client secrets).
+_SECRET_KEYS = frozenset({"sasl.oauthbearer.config"})
+
+
 @lru_cache(maxsize=4096)  # the same few keys recur in every table of a file
 def is_secret_key(key: str) -> bool:
-    """Whether a property key names a secret (passwords, keys, ``sasl.jaas.config``, tokens ...)."""
+    """Whether a property key names a secret (passwords, keys, ``sasl.jaas.config``, tokens ...).
+
+    The one rule for the whole tool: DDL output, table metadata and Kafka client messages use it.
+    """
+    if key.lower().endswith(tuple(_SECRET_KEYS)):
+        return True
     words = [w for w in re.split(r"[._\-]+", key.lower()) if w]
     if not words:
         return False

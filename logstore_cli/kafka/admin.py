@@ -48,6 +48,7 @@ from logstore_cli.errors import (
     TopicNotFoundError,
     TopicSpecError,
 )
+from logstore_cli.model import is_secret_key
 
 log = logging.getLogger(__name__)
 
@@ -165,20 +166,6 @@ _ASSIGNORS: Final[Mapping[str, str | None]] = {
     "roundrobin": "roundrobin",
     "cooperative-sticky": "cooperative-sticky",
 }
-
-_SECRET_MARKERS: Final = ("password", "secret", "jaas", "token", "credential", "oauthbearer.config")
-_SECRET_KEYS: Final = frozenset({"ssl.key.pem", "ssl_key", "ssl.keystore.key"})
-
-
-def is_secret_key(key: str) -> bool:
-    """True for client properties whose values must never be shown (passwords, JAAS, keys)."""
-    k = key.lower()
-    return k in _SECRET_KEYS or any(marker in k for marker in _SECRET_MARKERS)
-
-
-def redact_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
-    """``properties`` with every secret value replaced by ``***``, fit to show or log."""
-    return {k: ("***" if is_secret_key(k) else v) for k, v in properties.items()}
 
 
 def java_only_reason(key: str) -> str | None:

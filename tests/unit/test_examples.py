@@ -11,7 +11,9 @@ CONFIGS = Path(__file__).parents[2] / "configs"
 
 def test_demo_ddl_parses_both_vocabularies() -> None:
     tables = parse_ddl(
-        (CONFIGS / "demo.sql").read_text(), "demo.sql", ParseOptions(default_bootstrap_servers="h:1")
+        (CONFIGS / "demo.sql").read_text(),
+        "demo.sql",
+        ParseOptions(default_bootstrap_servers="h:1"),
     )
     by_name = {t.name: t for t in tables}
     assert set(by_name) == {"demo.orders", "demo.users"}

@@ -18,10 +18,9 @@ from logstore_cli.kafka import admin as kadmin
 from logstore_cli.kafka.admin import (
     JAVA_ONLY_KEYS,
     KafkaAdmin,
-    is_secret_key,
     librdkafka_config,
-    redact_properties,
 )
+from logstore_cli.model import is_secret_key, redact
 
 BOOT = "127.0.0.1:1"  # nothing listens on port 1
 SECRET = "Pa55-w0rd-never-shown"
@@ -221,11 +220,12 @@ def test_secret_keys_are_recognised_and_redacted() -> None:
         "ssl.truststore.password",
         "sasl.oauthbearer.client.secret",
         "ssl.key.pem",
+        "sasl.oauthbearer.config",
     ):
         assert is_secret_key(key), key
     for key in ("sasl.username", "security.protocol", "bootstrap.servers", "ssl.ca.location"):
         assert not is_secret_key(key), key
-    shown = redact_properties({"sasl.username": "alice", "sasl.password": SECRET})
+    shown = redact({"sasl.username": "alice", "sasl.password": SECRET})
     assert shown == {"sasl.username": "alice", "sasl.password": "***"}
 
 
