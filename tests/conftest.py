@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+# A second broker with SASL users and ACLs on, shared by the admin and CLI authorization tests.
+from tests.authz_broker import authz_broker  # noqa: F401
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 

@@ -34,7 +34,7 @@ WarehouseOpt = Annotated[
     typer.Option(
         "--warehouse",
         help="Warehouse directory: tables live at <warehouse>/<db>/<table>. "
-        "Env: LOGSTORE_WAREHOUSE. [default: ./warehouse]",
+        "Env: LOGSTORE_WAREHOUSE. (default: ./warehouse)",
         show_default=False,
     ),
 ]
@@ -43,7 +43,7 @@ BootstrapOpt = Annotated[
     typer.Option(
         "--bootstrap-servers",
         help="Kafka brokers for tables whose DDL names none. Env: "
-        "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS. [default: the local broker]",
+        "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS. (default: the local broker, when running)",
         show_default=False,
     ),
 ]
@@ -52,7 +52,7 @@ KafkaTimeoutOpt = Annotated[
     typer.Option(
         "--kafka-timeout",
         help="Seconds a Kafka call may take before it fails. Env: LOGSTORE_KAFKA_TIMEOUT. "
-        "[default: 10]",
+        "(default: 10)",
         show_default=False,
     ),
 ]

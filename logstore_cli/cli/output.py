@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
@@ -44,6 +45,15 @@ class Output:
             sys.stdout.flush()
         else:
             render(self.out)
+
+    @contextmanager
+    def status(self, message: str) -> Iterator[None]:
+        """A spinner on stderr while slow work runs (a terminal only; scripts get no noise)."""
+        if self.json_mode or not self.err.is_terminal:
+            yield
+            return
+        with self.err.status(message):
+            yield
 
     def info(self, message: str) -> None:
         """A progress or status line for people; silent in JSON mode."""

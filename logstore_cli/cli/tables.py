@@ -91,7 +91,10 @@ def create_table(
     )  # fmt: skip
     out = Output(json_mode=json_)
     specs = _parse(ctx, *_read_input(file, sql))
-    with open_stores(ctx) as stores:
+    with (
+        out.status("provisioning (the first Delta write starts Spark) …"),
+        open_stores(ctx) as stores,
+    ):
         plans = create_tables(
             specs, ctx.warehouse, stores, if_not_exists=if_not_exists, dry_run=dry_run
         )
@@ -268,7 +271,7 @@ def alter_table(
     out = Output(json_mode=json_)
     default = ctx.default_bootstrap()
     stored = load_table(ctx.warehouse, table, default_bootstrap=default)
-    with open_stores(ctx) as stores:
+    with out.status("changing the table (starts Spark) …"), open_stores(ctx) as stores:
         result = alter_service(
             stored, stores, changes, removals, delete_topic=delete_topic,
             default_bootstrap=default, dry_run=dry_run,

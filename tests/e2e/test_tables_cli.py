@@ -11,6 +11,7 @@ from pathlib import Path
 
 from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.kafka.local_broker import free_port
+from tests.authz_broker import AuthzBroker
 
 
 def _run(
@@ -145,3 +146,25 @@ def test_errors_have_exit_codes_and_no_traceback(tmp_path: Path) -> None:
     )  # fmt: skip
     assert unwritable.returncode == 1
     assert "not writable" in unwritable.stderr
+
+
+def test_topic_authorization_failure_is_clear_and_keeps_the_secret(
+    tmp_path: Path, authz_broker: AuthzBroker
+) -> None:
+    # alice's password lives in the config file, as the README says secrets should
+    password = authz_broker.passwords["alice"]
+    config = tmp_path / "logstore.toml"
+    config.write_text(f'[kafka.client]\n"sasl.password" = "{password}"\n')
+    ddl = (
+        "CREATE TABLE db.denied (id INT, PRIMARY KEY (id) NOT ENFORCED) WITH ("
+        "'log.system' = 'kafka', 'kafka.topic' = 'denied_log', "
+        f"'kafka.bootstrap.servers' = '{authz_broker.sasl_bootstrap}', "
+        "'kafka.security.protocol' = 'SASL_PLAINTEXT', 'kafka.sasl.mechanism' = 'PLAIN', "
+        "'kafka.sasl.username' = 'alice')"
+    )
+    result = _run("create-table", "--sql", ddl, "--config", str(config), cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "denied User:alice DESCRIBE on topic 'denied_log'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert password not in result.stdout + result.stderr
+    assert not (tmp_path / "wh" / "db" / "denied").exists()
