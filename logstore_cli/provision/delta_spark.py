@@ -64,9 +64,12 @@ class SparkDeltaStore:
             builder = builder.comment(spec.comment)
         for key, value in properties.items():
             builder = builder.property(key, value)
+        existed = path.exists()
         try:
             builder.execute()
         except Exception as exc:
+            if not existed and not wh.is_delta_table(path):
+                shutil.rmtree(path, ignore_errors=True)  # no half-written directory left behind
             raise LogstoreError(
                 f"creating the Delta table at {path} failed: {_first_line(exc)}",
                 hint="check the column types and the warehouse; --verbose shows the Spark error",
