@@ -15,7 +15,7 @@ from logstore_cli.errors import InvalidInputError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from logstore_cli.provision.service import Stores
+    from logstore_cli.provision.service import StoredTable, Stores
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,12 @@ class Context:
 
         info = local_broker.read_state(state_home())
         return info.bootstrap if info and local_broker.is_running(info) else None
+
+    def load_table(self, name: str) -> StoredTable:
+        """The table ``name`` of the warehouse, its model rebuilt from its Delta metadata."""
+        from logstore_cli.provision.service import load_table
+
+        return load_table(self.warehouse, name, default_bootstrap=self.default_bootstrap())
 
 
 def parse_pairs(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
@@ -72,7 +78,7 @@ def make_context(
 
 @contextmanager
 def open_stores(ctx: Context) -> Iterator[Stores]:
-    """The real Delta (Spark, started lazily) and Kafka stores; closed on exit."""
+    """The real Delta (Spark started on the first write only) and Kafka stores; closed on exit."""
     from logstore_cli.provision.delta_spark import SparkDeltaStore
     from logstore_cli.provision.kafka_topics import KafkaTopicStore
     from logstore_cli.provision.service import Stores

@@ -7,7 +7,7 @@ Each command resolves the context, calls one service function and renders its re
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console, Group
@@ -26,6 +26,9 @@ from logstore_cli.cli.options import (
 )
 from logstore_cli.cli.output import Output, key_value_table, simple_table
 from logstore_cli.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from logstore_cli.model import TableSpec
 
 TableArg = Annotated[str, typer.Argument(help="Table name: db.table (or table, in 'default').")]
 DeleteTopicOpt = Annotated[
@@ -51,15 +54,13 @@ def _read_input(file: str | None, sql: str | None) -> tuple[str, str]:
     return read_ddl(file)
 
 
-def _parse(ctx: Context, text: str, filename: str) -> list[Any]:
+def _parse(ctx: Context, text: str, filename: str) -> list[TableSpec]:
     from logstore_cli.ddl import ParseOptions, parse_ddl
 
-    specs = parse_ddl(
+    # A text without any CREATE TABLE is a DDLError of its own.
+    return parse_ddl(
         text, filename, ParseOptions(default_bootstrap_servers=ctx.default_bootstrap())
     )
-    if not specs:
-        raise InvalidInputError(f"{filename}: no CREATE TABLE statement found")
-    return specs
 
 
 def create_table(
@@ -138,21 +139,16 @@ def describe(
     kafka_timeout: KafkaTimeoutOpt = None,
 ) -> None:
     """Show a table: schema, key, properties (secrets redacted), Delta version, topic offsets."""
-    from logstore_cli.provision.kafka_topics import KafkaTopicStore
-    from logstore_cli.provision.service import describe_table, load_table
+    from logstore_cli.provision.service import describe_table
 
     ctx = make_context(
         config, warehouse=warehouse, bootstrap_servers=bootstrap_servers,
         kafka_timeout=kafka_timeout,
     )  # fmt: skip
     out = Output(json_mode=json_)
-    stored = load_table(ctx.warehouse, table, default_bootstrap=ctx.default_bootstrap())
-    topics = None if no_topic else KafkaTopicStore(ctx.config.kafka)
-    try:
-        data = describe_table(stored, topics)
-    finally:
-        if topics is not None:
-            topics.close()
+    stored = ctx.load_table(table)
+    with open_stores(ctx) as stores:
+        data = describe_table(stored, None if no_topic else stores.topics)
     if data["topic"] and data["topic"].get("error"):
         out.warning(f"topic {data['topic']['name']}: {data['topic']['error']}")
     out.emit(data, lambda c: _render_describe(c, data))
@@ -259,7 +255,6 @@ def alter_table(
 ) -> None:
     """Change table properties, validated like DDL; turning the log store on creates its topic."""
     from logstore_cli.provision.service import alter_table as alter_service
-    from logstore_cli.provision.service import load_table
 
     changes, removals = parse_pairs(set_, "--set"), list(unset or [])
     if not changes and not removals:
@@ -269,18 +264,18 @@ def alter_table(
         kafka_timeout=kafka_timeout, master=master, spark_conf=conf,
     )  # fmt: skip
     out = Output(json_mode=json_)
-    default = ctx.default_bootstrap()
-    stored = load_table(ctx.warehouse, table, default_bootstrap=default)
+    stored = ctx.load_table(table)
     with out.status("changing the table (starts Spark) …"), open_stores(ctx) as stores:
         result = alter_service(
             stored, stores, changes, removals, delete_topic=delete_topic,
-            default_bootstrap=default, dry_run=dry_run,
+            default_bootstrap=ctx.default_bootstrap(), dry_run=dry_run,
         )  # fmt: skip
+    topic = result.topic.to_json() if result.topic else None
     data = {"table": result.table, "set": result.set, "unset": result.unset,
-            "topic": result.topic, "dry_run": dry_run}  # fmt: skip
+            "topic": topic, "dry_run": dry_run}  # fmt: skip
     out.success(f"{result.table}: {'would change' if dry_run else 'changed'} properties")
     if result.topic:
-        out.info(f"topic {result.topic['name']}: {result.topic['action']}")
+        out.info(f"topic {result.topic.name}: {result.topic.action}")
     out.emit(data, lambda c: None)
 
 
@@ -295,9 +290,6 @@ def drop_table(
     kafka_timeout: KafkaTimeoutOpt = None,
 ) -> None:
     """Delete a table's Delta directory (and with --delete-topic its topic). Asks first."""
-    from logstore_cli.provision.delta_spark import SparkDeltaStore
-    from logstore_cli.provision.kafka_topics import KafkaTopicStore
-    from logstore_cli.provision.service import Stores, load_table
     from logstore_cli.provision.service import drop_table as drop_service
 
     ctx = make_context(
@@ -305,7 +297,7 @@ def drop_table(
         kafka_timeout=kafka_timeout,
     )  # fmt: skip
     out = Output(json_mode=json_)
-    stored = load_table(ctx.warehouse, table, default_bootstrap=ctx.default_bootstrap())
+    stored = ctx.load_table(table)
     what = f"table '{stored.ref.name}' ({stored.ref.path})"
     if delete_topic and stored.spec.log_store:
         what += f" and topic '{stored.spec.log_store.topic}'"
@@ -318,11 +310,7 @@ def drop_table(
         if not typer.confirm(f"Drop {what}? This deletes its data", default=False):
             out.info("nothing dropped")
             raise typer.Exit(1)
-    topics = KafkaTopicStore(ctx.config.kafka)
-    try:
-        # No Spark: dropping a path table is a directory removal.
-        result = drop_service(stored, Stores(SparkDeltaStore(), topics), delete_topic=delete_topic)
-    finally:
-        topics.close()
+    with open_stores(ctx) as stores:  # dropping removes a directory: Spark never starts
+        result = drop_service(stored, stores, delete_topic=delete_topic)
     out.success(f"dropped {what}")
     out.emit(result, lambda c: None)

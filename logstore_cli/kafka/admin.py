@@ -32,7 +32,12 @@ from confluent_kafka.admin import AdminClient
 
 # confluent_kafka.admin re-exports these without __all__; mypy (strict, no implicit re-export) only
 # accepts them from the modules that define them.
-from confluent_kafka.admin._config import ConfigResource, ConfigSource
+from confluent_kafka.admin._config import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+)
 from confluent_kafka.admin._listoffsets import OffsetSpec
 from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.admin._topic import TopicDescription
@@ -567,6 +572,28 @@ class KafkaAdmin:
             lambda d: d is not None and len(d.partitions) >= total
             and all(p.leader is not None for p in d.partitions),
         )  # fmt: skip
+
+    def alter_topic_configs(
+        self, name: str, set_: Mapping[str, str], delete: Iterable[str] = ()
+    ) -> None:
+        """Set and delete (back to the broker default) topic configs, incrementally."""
+        op = _Op("alter the configs of", "ALTER_CONFIGS", name)
+        _check_topic_name(name, op)
+        entries = [
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in set_.items()
+        ] + [
+            ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
+            for k in delete
+            if k not in set_
+        ]
+        if not entries:
+            return
+        deadline = self._begin()
+        resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
+        futures = self._client().incremental_alter_configs(
+            [resource], request_timeout=self._remaining(deadline, op)
+        )
+        self._result(futures[resource], op, deadline)
 
     def end_offsets(self, name: str) -> dict[int, int]:
         """Partition -> high watermark (the offset the next record will get)."""

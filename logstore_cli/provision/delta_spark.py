@@ -20,16 +20,13 @@ if TYPE_CHECKING:
 
 
 class SparkDeltaStore:
-    def __init__(self, session_factory: Callable[[], SparkSession] | None = None) -> None:
-        """``session_factory`` None: a store that only reads and drops (no Spark at all)."""
+    def __init__(self, session_factory: Callable[[], SparkSession]) -> None:
         self._factory = session_factory
         self._spark: SparkSession | None = None
 
     @property
     def spark(self) -> SparkSession:
         if self._spark is None:
-            if self._factory is None:
-                raise AssertionError("this SparkDeltaStore was made without a Spark session")
             self._spark = self._factory()
         return self._spark
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from logstore_cli.config import KafkaConfig
 from logstore_cli.kafka.admin import KafkaAdmin, TopicInfo
@@ -32,6 +32,11 @@ class KafkaTopicStore:
 
     def add_partitions(self, log: LogStoreSpec, total: int) -> None:
         self._admin(log).add_partitions(log.topic, total)
+
+    def alter_configs(
+        self, log: LogStoreSpec, set_: Mapping[str, str], delete: Sequence[str]
+    ) -> None:
+        self._admin(log).alter_topic_configs(log.topic, set_, delete)
 
     def delete(self, log: LogStoreSpec) -> None:
         self._admin(log).delete_topic(log.topic)

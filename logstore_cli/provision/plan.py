@@ -6,6 +6,7 @@ lists every difference between the definition and what exists; any difference is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -69,10 +70,13 @@ class TablePlan:
         }
 
 
-def topic_configs(spec: TableSpec) -> dict[str, str]:
+TOPIC_CONFIG_PREFIX = "log.topic."
+
+
+def topic_configs(properties: Mapping[str, str]) -> dict[str, str]:
     """Kafka topic configs declared with ``log.topic.<config>`` (a logstore extension)."""
-    prefix = "log.topic."
-    return {k[len(prefix) :]: v for k, v in spec.properties.items() if k.startswith(prefix)}
+    n = len(TOPIC_CONFIG_PREFIX)
+    return {k[n:]: v for k, v in properties.items() if k.startswith(TOPIC_CONFIG_PREFIX)}
 
 
 def table_differences(spec: TableSpec, existing: DeltaState) -> list[Difference]:
@@ -121,7 +125,7 @@ def topic_differences(
         diffs.append(
             Difference(f"topic {name} replication", str(replication), str(topic.replication))
         )
-    for key, value in topic_configs(spec).items():
+    for key, value in topic_configs(spec.properties).items():
         if topic.configs.get(key) != value:
             diffs.append(
                 Difference(f"topic {name} config {key}", value, topic.configs.get(key, "default"))
@@ -151,7 +155,14 @@ def plan_table(
         topic = Step.EXISTS
         diffs += topic_differences(spec, existing_topic, partitions, replication)
     return TablePlan(
-        spec, path, delta, topic, partitions, replication, topic_configs(spec), tuple(diffs)
+        spec,
+        path,
+        delta,
+        topic,
+        partitions,
+        replication,
+        topic_configs(spec.properties),
+        tuple(diffs),
     )
 
 

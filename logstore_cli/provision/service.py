@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,16 @@ from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog.schema import columns_from_delta_schema
 from logstore_cli.ddl.properties import resolve_log_store
 from logstore_cli.errors import InvalidInputError, LogstoreError, TableConflictError
-from logstore_cli.model import LogStoreSpec, TableSpec, is_secret, redact
+from logstore_cli.model import (
+    DEFAULT_PARTITIONS,
+    DEFAULT_REPLICATION,
+    LogStoreSpec,
+    TableSpec,
+    is_secret,
+    redact,
+)
 from logstore_cli.provision.backends import DeltaStore, TopicStore
-from logstore_cli.provision.plan import Step, TablePlan, check_plan, plan_table
+from logstore_cli.provision.plan import Step, TablePlan, check_plan, plan_table, topic_configs
 
 log = logging.getLogger(__name__)
 
@@ -237,11 +244,34 @@ def list_tables(warehouse: Path, *, default_bootstrap: str | None = None) -> lis
 
 
 @dataclass(frozen=True)
+class TopicChange:
+    """What a property change does to the table's topic."""
+
+    name: str
+    action: str  # create | exists | add-partitions | keep | delete
+    partitions: int | None = None
+    replication: int | None = None
+    configs_set: Mapping[str, str] = field(default_factory=dict)
+    configs_unset: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "action": self.action}
+        if self.partitions is not None:
+            out |= {"partitions": self.partitions, "replication": self.replication}
+        if self.configs_set or self.configs_unset:
+            out |= {
+                "configs_set": dict(self.configs_set),
+                "configs_unset": list(self.configs_unset),
+            }
+        return out
+
+
+@dataclass(frozen=True)
 class AlterResult:
     table: str
     set: dict[str, str]
     unset: list[str]
-    topic: dict[str, Any] | None
+    topic: TopicChange | None
 
 
 def alter_table(
@@ -254,7 +284,46 @@ def alter_table(
     default_bootstrap: str | None = None,
     dry_run: bool = False,
 ) -> AlterResult:
+    """Validate the new property set like DDL, then change the topic and the Delta table.
+
+    A topic this call creates is removed again if the Delta change fails; topic changes that cannot
+    be undone (more partitions, configs, deletion) happen only after the Delta change succeeded.
+    """
     old = stored.spec
+    _check_alterable(stored, set_, unset)
+    new_props = {k: v for k, v in old.properties.items() if k not in unset} | dict(set_)
+    new_log = _resolve(new_props, stored.ref.name, default_bootstrap, old.primary_key)
+    change = _topic_change(old, new_log, new_props, stores.topics, delete_topic)
+    result = AlterResult(stored.ref.name, dict(set_), list(unset), change)
+    if dry_run:
+        return result
+    if change is None:  # no log store before or after: a Delta property change only
+        stores.delta.alter(stored.ref.path, dict(set_), list(unset))
+        return result
+
+    topic_log = new_log or old.log_store
+    assert topic_log is not None  # a change exists only when a log store did or does
+    if change.action == "create":
+        assert change.partitions is not None and change.replication is not None
+        stores.topics.create(topic_log, change.partitions, change.replication, change.configs_set)
+    try:
+        stores.delta.alter(stored.ref.path, dict(set_), list(unset))
+    except BaseException as exc:
+        if change.action == "create":
+            _rollback_topic(stores, topic_log, exc)
+        raise
+    if change.action == "add-partitions" and change.partitions is not None:
+        stores.topics.add_partitions(topic_log, change.partitions)
+    if change.action in ("exists", "add-partitions") and (
+        change.configs_set or change.configs_unset
+    ):
+        stores.topics.alter_configs(topic_log, change.configs_set, change.configs_unset)
+    if change.action == "delete":
+        stores.topics.delete(topic_log)
+    return result
+
+
+def _check_alterable(stored: StoredTable, set_: Mapping[str, str], unset: Sequence[str]) -> None:
     for key, value in set_.items():
         if key.startswith("logstore."):
             raise InvalidInputError(
@@ -265,62 +334,48 @@ def alter_table(
                 f"'{key}' holds a secret; secrets are never stored in table metadata",
                 hint="put it in the config file's [kafka.client] section or the environment",
             )
-    missing = [k for k in unset if k not in old.properties and k not in stored.state.properties]
+    props = stored.state.properties
+    missing = [k for k in unset if k not in stored.spec.properties and k not in props]
     if missing:
         raise InvalidInputError(
             f"cannot unset {', '.join(map(repr, missing))}: not a property of '{stored.ref.name}'",
             hint="see the table's properties with 'logstore describe'",
         )
-    new_props = {k: v for k, v in old.properties.items() if k not in unset}
-    new_props.update(set_)
-    new_log = _resolve(new_props, stored.ref.name, default_bootstrap, old.primary_key)
-    topic_change = _topic_change(old.log_store, new_log, stores.topics, delete_topic)
-    if dry_run:
-        return AlterResult(stored.ref.name, dict(set_), list(unset), topic_change)
-
-    created: LogStoreSpec | None = None
-    if topic_change and topic_change["action"] == "create" and new_log is not None:
-        stores.topics.create(new_log, topic_change["partitions"], topic_change["replication"], {})
-        created = new_log
-    try:
-        stores.delta.alter(stored.ref.path, dict(set_), list(unset))
-    except BaseException as exc:
-        if created is not None:
-            _rollback_topic(stores, created, exc)
-        raise
-    if topic_change and new_log is not None and topic_change["action"] == "add-partitions":
-        stores.topics.add_partitions(new_log, topic_change["partitions"])
-    if topic_change and topic_change["action"] == "delete" and old.log_store is not None:
-        stores.topics.delete(old.log_store)
-    return AlterResult(stored.ref.name, dict(set_), list(unset), topic_change)
 
 
 def _topic_change(
-    old: LogStoreSpec | None, new: LogStoreSpec | None, topics: TopicStore, delete_topic: bool
-) -> dict[str, Any] | None:
+    old: TableSpec,
+    new: LogStoreSpec | None,
+    new_props: Mapping[str, str],
+    topics: TopicStore,
+    delete_topic: bool,
+) -> TopicChange | None:
     """What the property change means for the topic; raises for what cannot be done."""
-    from logstore_cli.model import DEFAULT_PARTITIONS, DEFAULT_REPLICATION
-
     if new is None:
-        if old is None:
+        if old.log_store is None:
             return None
-        action = "delete" if delete_topic else "keep"
-        return {"name": old.topic, "action": action}
+        return TopicChange(old.log_store.topic, "delete" if delete_topic else "keep")
     partitions = new.partitions or DEFAULT_PARTITIONS
     replication = new.replication or DEFAULT_REPLICATION
+    wanted = topic_configs(new_props)
     info = topics.describe(new)
-    base = {"name": new.topic, "partitions": partitions, "replication": replication}
     if info is None:
-        return {**base, "action": "create"}
+        return TopicChange(new.topic, "create", partitions, replication, wanted)
     if partitions < info.partitions:
         raise TableConflictError(
             f"topic '{new.topic}' has {info.partitions} partitions; Kafka cannot reduce them "
             f"to {partitions}",
             hint="set log.system.partitions to at least the current count",
         )
-    if partitions > info.partitions:
-        return {**base, "action": "add-partitions", "from": info.partitions}
-    return {**base, "action": "exists"}
+    before = topic_configs(old.properties)
+    return TopicChange(
+        new.topic,
+        "add-partitions" if partitions > info.partitions else "exists",
+        partitions,
+        replication,
+        configs_set={k: v for k, v in wanted.items() if info.configs.get(k) != v},
+        configs_unset=tuple(sorted(k for k in before if k not in wanted)),
+    )
 
 
 # ------------------------------------------------------------------------------------------ drop

@@ -87,16 +87,23 @@ def test_create_describe_alter_drop(
 
     result = service.alter_table(
         _stored(tmp_path, "shop.orders"), stores,
-        {"log.system.partitions": "4", "log.consistency": "eventual"}, [],
+        {"log.system.partitions": "4", "log.consistency": "eventual",
+         "log.topic.retention.ms": "7200000"}, [],
     )  # fmt: skip
-    assert result.topic and result.topic["action"] == "add-partitions"
+    assert result.topic and result.topic.action == "add-partitions"
     assert DeltaTable(str(path)).metadata().configuration["log.system.partitions"] == "4"
     with KafkaAdmin(kafka_bootstrap, timeout_s=15) as admin:
         info = admin.describe_topic(topic_name)
         assert info is not None and info.partitions == 4
+        assert info.configs.get("retention.ms") == "7200000"
 
-    service.alter_table(_stored(tmp_path, "shop.orders"), stores, {}, ["log.consistency"])
+    service.alter_table(
+        _stored(tmp_path, "shop.orders"), stores, {}, ["log.consistency", "log.topic.retention.ms"]
+    )
     assert "log.consistency" not in DeltaTable(str(path)).metadata().configuration
+    with KafkaAdmin(kafka_bootstrap, timeout_s=15) as admin:
+        info = admin.describe_topic(topic_name)
+        assert info is not None and "retention.ms" not in info.configs
 
     rows = service.list_tables(tmp_path)
     assert [r["name"] for r in rows] == ["shop.orders"]

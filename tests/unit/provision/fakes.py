@@ -75,6 +75,15 @@ class MemTopics:
         self.calls.append(f"add-partitions {log.topic} {total}")
         self.topics[log.topic] = replace(self.topics[log.topic], partitions=total)
 
+    def alter_configs(
+        self, log: LogStoreSpec, set_: Mapping[str, str], delete: Sequence[str]
+    ) -> None:
+        self._check(log)
+        self.calls.append(f"alter-configs {log.topic}")
+        info = self.topics[log.topic]
+        configs = {k: v for k, v in info.configs.items() if k not in delete} | dict(set_)
+        self.topics[log.topic] = replace(info, configs=configs)
+
     def delete(self, log: LogStoreSpec) -> None:
         self._check(log)
         self.calls.append(f"delete {log.topic}")

@@ -168,7 +168,7 @@ def test_alter_turns_log_store_off_and_on(stores: Stores) -> None:
     delta, topics = _mem(stores)
     service.create_tables([spec()], WH, stores)
     off = service.alter_table(_stored(stores), stores, {"log-store.enabled": "false"}, [])
-    assert off.topic == {"name": "orders_log", "action": "keep"}
+    assert off.topic == service.TopicChange("orders_log", "keep")
     assert "orders_log" in topics.topics
     assert (
         service.spec_from_delta(
@@ -179,11 +179,11 @@ def test_alter_turns_log_store_off_and_on(stores: Stores) -> None:
 
     topics.topics.clear()
     on = service.alter_table(_stored(stores), stores, {"log-store.enabled": "true"}, [])
-    assert on.topic and on.topic["action"] == "create"
+    assert on.topic and on.topic.action == "create"
     assert topics.topics["orders_log"].partitions == 3
 
     grown = service.alter_table(_stored(stores), stores, {"log.system.partitions": "5"}, [])
-    assert grown.topic and grown.topic["action"] == "add-partitions"
+    assert grown.topic and grown.topic.action == "add-partitions"
     assert topics.topics["orders_log"].partitions == 5
     with pytest.raises(TableConflictError, match="cannot reduce"):
         service.alter_table(_stored(stores), stores, {"log.system.partitions": "2"}, [])
@@ -191,8 +191,32 @@ def test_alter_turns_log_store_off_and_on(stores: Stores) -> None:
     gone = service.alter_table(
         _stored(stores), stores, {}, ["log-store.enabled"], delete_topic=True
     )
-    assert gone.topic == {"name": "orders_log", "action": "delete"}
+    assert gone.topic == service.TopicChange("orders_log", "delete")
     assert "orders_log" not in topics.topics
+
+
+def test_alter_changes_topic_configs_of_an_existing_topic(stores: Stores) -> None:
+    _, topics = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    result = service.alter_table(
+        _stored(stores), stores, {"log.topic.cleanup.policy": "compact"}, ["log.topic.retention.ms"]
+    )
+    assert result.topic is not None
+    assert result.topic.to_json() == {
+        "name": "orders_log",
+        "action": "exists",
+        "partitions": 3,
+        "replication": 1,
+        "configs_set": {"cleanup.policy": "compact"},
+        "configs_unset": ["retention.ms"],
+    }
+    assert topics.topics["orders_log"].configs == {"cleanup.policy": "compact"}
+    # the same change again asks nothing of the topic
+    again = service.alter_table(
+        _stored(stores), stores, {"log.topic.cleanup.policy": "compact"}, []
+    )
+    assert again.topic is not None and not again.topic.configs_set
+    assert topics.calls.count("alter-configs orders_log") == 1
 
 
 def test_alter_refuses_bad_changes(stores: Stores) -> None:
