@@ -292,7 +292,7 @@ REGISTRY: tuple[PropertyDef, ...] = (
         TOPIC_CONFIG_PREFIX + "*",
         PropType.PASSTHROUGH,
         Vocabulary.LOGSTORE,
-        "Kafka topic config for the topic logstore creates, prefix stripped "
+        "Kafka topic config of the table's topic (set by create-table, changed by alter-table), prefix stripped "
         "(`log.topic.retention.ms`).",
     ),
 )

@@ -263,8 +263,19 @@ def start(
         started_at=time.time(),
         sasl_bootstrap=None if sasl_port is None else f"127.0.0.1:{sasl_port}",
     )
-    (root / _STATE_FILE).write_text(json.dumps(asdict(info), indent=2), "utf-8")
+    state_file = root / _STATE_FILE
+    state_file.write_text(json.dumps(asdict(info), indent=2), "utf-8")
+    try:
+        _wait_until_up(proc, info, timeout_s)
+    except BaseException:  # failed, timed out or interrupted: leave no broker and no stale state
+        _terminate(proc.pid)
+        state_file.unlink(missing_ok=True)
+        raise
+    return info
 
+
+def _wait_until_up(proc: subprocess.Popen[bytes], info: BrokerInfo, timeout_s: float) -> None:
+    log_file = Path(info.log_file)
     deadline = time.monotonic() + timeout_s
     while True:
         if proc.poll() is not None:
@@ -274,9 +285,8 @@ def start(
                 hint=f"full log: {log_file}",
             )
         if answers_metadata(info.bootstrap, timeout_s=2.0):
-            return info
+            return
         if time.monotonic() > deadline:
-            _terminate(proc.pid)
             raise BrokerError(
                 f"the Kafka broker did not answer on {info.bootstrap} within {timeout_s:.0f}s",
                 detail=_tail_file(log_file),
