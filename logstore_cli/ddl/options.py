@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
+# Named in messages; the CLI resolves it (with the config file and flags) in logstore_cli.config.
 BOOTSTRAP_SERVERS_ENV = "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS"
 
 
@@ -12,7 +12,3 @@ BOOTSTRAP_SERVERS_ENV = "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS"
 class ParseOptions:
     # Broker address for tables whose DDL turns the log store on without one.
     default_bootstrap_servers: str | None = None
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> ParseOptions:
-        return cls(default_bootstrap_servers=env.get(BOOTSTRAP_SERVERS_ENV) or None)

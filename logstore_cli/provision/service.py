@@ -182,7 +182,7 @@ def describe_table(stored: StoredTable, topics: TopicStore | None) -> dict[str, 
         "primary_key": list(spec.primary_key),
         "partitioned_by": list(spec.partitioned_by),
         "using": spec.using,
-        "properties": redact(spec.properties),
+        "properties": dict(sorted(redact(spec.properties).items())),  # Delta keeps no order
         "secret_keys_not_stored": [
             k for k in state.properties.get(wh.P_SECRET_KEYS, "").split(",") if k
         ],
