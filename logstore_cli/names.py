@@ -1,0 +1,110 @@
+"""Table names: the one rule for database and table identifiers, in DDL and on the command line.
+
+A table lives at ``<warehouse>/<database>/<table>``, so each of the two parts becomes a directory
+name: only letters, digits, ``_`` and ``-`` (starting with a letter, digit or ``_``) are allowed,
+which rules out path separators, ``.``/``..``, control characters and every other way out of the
+warehouse. A third, leading part is a Flink/Spark catalog name: it is recorded, never part of the
+path. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from logstore_cli.errors import InvalidInputError
+
+DEFAULT_DATABASE = "default"
+MAX_IDENTIFIER = 128  # well below the 255-byte file-name limit, even in UTF-8
+NAME_RULE = (
+    "letters, digits, '_' and '-', starting with a letter, digit or '_' "
+    f"(at most {MAX_IDENTIFIER} characters)"
+)
+_IDENTIFIER = re.compile(r"[^\W][\w-]*")  # \w: Unicode letters, digits and '_'
+
+
+def identifier_problem(part: str, what: str) -> str | None:
+    """Why ``part`` cannot be a ``what`` (database, table, catalog) name; None when it can."""
+    if not part:
+        return f"the {what} name is empty"
+    if len(part) > MAX_IDENTIFIER:
+        return f"the {what} name is longer than {MAX_IDENTIFIER} characters"
+    if not _IDENTIFIER.fullmatch(part):
+        shown = part.encode("unicode_escape").decode("ascii")
+        return f"the {what} name '{shown}' may only contain {NAME_RULE}"
+    return None
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A validated table name; ``catalog`` is recorded but plays no part in where the table lives."""
+
+    database: str
+    table: str
+    catalog: str | None = None
+
+    @property
+    def qualified(self) -> str:
+        """``database.table``: the name a table is known by in the warehouse."""
+        return f"{self.database}.{self.table}"
+
+    def __str__(self) -> str:
+        return self.qualified
+
+
+def split_parts(text: str) -> list[str]:
+    """``a.b.c`` -> parts, honouring backticks (```a.b`.c`` is two parts; ``````` is a quote)."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "`":
+            if quoted and i + 1 < len(text) and text[i + 1] == "`":
+                current.append("`")
+                i += 2
+                continue
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    if quoted:
+        raise InvalidInputError(
+            f"table name {text!r} has an unclosed backtick", hint="close the quote: `db`.`table`"
+        )
+    parts.append("".join(current))
+    return parts
+
+
+def table_name_from_parts(parts: list[str], *, shown: str | None = None) -> TableName:
+    """A validated name from 1 to 3 parts (``table``, ``db.table``, ``catalog.db.table``)."""
+    shown = shown if shown is not None else ".".join(parts)
+    if not 1 <= len(parts) <= 3:
+        raise InvalidInputError(
+            f"table name '{shown}' has {len(parts)} parts; a name is table, database.table "
+            "or catalog.database.table",
+            hint="name the table as database.table",
+        )
+    padded: list[str | None] = [None] * (3 - len(parts)) + list(parts)
+    catalog, database, table = padded
+    database = DEFAULT_DATABASE if database is None else database
+    for part, what in ((catalog, "catalog"), (database, "database"), (table, "table")):
+        if part is None:
+            continue
+        problem = identifier_problem(part, what)
+        if problem:
+            raise InvalidInputError(
+                f"invalid table name '{shown}': {problem}",
+                hint=f"database and table names use only {NAME_RULE}",
+            )
+    assert table is not None
+    return TableName(database, table, catalog)
+
+
+def parse_table_name(text: str) -> TableName:
+    """Parse a table name as typed on the command line: ``[[catalog.]database.]table``."""
+    return table_name_from_parts(split_parts(text.strip()), shown=text.strip())
