@@ -11,7 +11,7 @@ from pathlib import Path
 
 from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.kafka.local_broker import free_port
-from tests.authz_broker import AuthzBroker
+from tests.plugins.authz_broker import AuthzBroker
 
 
 def _run(

@@ -21,7 +21,7 @@ from logstore_cli.errors import (
     LogstoreError,
 )
 from logstore_cli.kafka.admin import KafkaAdmin
-from tests.authz_broker import AuthzBroker
+from tests.plugins.authz_broker import AuthzBroker
 
 TIMEOUT_S = 15.0
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -171,7 +171,7 @@ def test_the_super_user_can_do_everything(authz_broker: AuthzBroker, topic_name:
 
 
 def test_authz_broker_started_within_its_deadline(authz_broker: AuthzBroker) -> None:
-    from tests.authz_broker import AUTHZ_START_TIMEOUT_S
+    from tests.plugins.authz_broker import AUTHZ_START_TIMEOUT_S
 
     assert 0 < authz_broker.start_s < AUTHZ_START_TIMEOUT_S
 
