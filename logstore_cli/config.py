@@ -1,24 +1,31 @@
 """Typed configuration, resolved from defaults, then a TOML file, then ``LOGSTORE_*`` env, then flags.
 
+Every setting is declared once, in ``SETTINGS``: its TOML key, environment variable, flag, value kind
+and help. The defaults are the dataclass fields' own. ``resolve``, the env table, the flag overrides,
+the CLI options (``logstore_cli.cli.options``) and the README table are all derived from it.
+
 Pure: ``resolve`` takes the file's parsed content, the environment and the flags as data and returns a
 frozen ``Config``; only ``load_file`` touches the disk. Unknown keys are errors that name the nearest
-valid key, so a typo in a config file never silently falls back to a default.
+valid key, so a typo in a config file never silently falls back to a default; a bad value is an error
+that names where it came from (flag, environment variable, or file and key) and what is valid.
 """
 
 from __future__ import annotations
 
 import difflib
+import enum
+import math
 import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from logstore_cli.errors import ConfigError
 
-DEFAULT_WAREHOUSE = "./warehouse"
-DEFAULT_KAFKA_TIMEOUT_S = 10.0
+# librdkafka's socket.timeout.ms allows at most 300000: a longer Kafka timeout cannot be honoured.
+MAX_KAFKA_TIMEOUT_S = 300.0
 
 
 def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
@@ -31,7 +38,7 @@ class KafkaConfig:
     bootstrap_servers: str | None = None
     # librdkafka client properties applied to every table's client (DDL passthrough keys win).
     client: Mapping[str, str] = field(default_factory=_frozen)
-    timeout_s: float = DEFAULT_KAFKA_TIMEOUT_S
+    timeout_s: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -42,7 +49,7 @@ class SparkConfig:
 
 @dataclass(frozen=True)
 class Config:
-    warehouse: str = DEFAULT_WAREHOUSE
+    warehouse: str = "./warehouse"
     kafka: KafkaConfig = field(default_factory=KafkaConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     source: str | None = None  # the file it was read from, for messages
@@ -52,165 +59,291 @@ class Config:
         return path if path.is_absolute() else (cwd or Path.cwd()) / path
 
 
-# Environment variables and the config key each sets.
-ENV_VARS: dict[str, str] = {
-    "LOGSTORE_WAREHOUSE": "warehouse",
-    "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS": "kafka.bootstrap_servers",
-    "LOGSTORE_KAFKA_TIMEOUT": "kafka.timeout_s",
-    "LOGSTORE_SPARK_MASTER": "spark.master",
-}
+DEFAULTS = Config()
 CONFIG_ENV = "LOGSTORE_CONFIG"
+
+
+class Uses(enum.Enum):
+    """What a command does with the configuration; it takes the flags of the groups it names."""
+
+    WAREHOUSE = "warehouse"  # reads or writes tables
+    BROKERS = "brokers"  # needs a default broker address (also to build a table's model)
+    KAFKA = "kafka"  # talks to Kafka
+    SPARK = "spark"  # may start Spark
+
+
+class _Invalid(Exception):
+    """A value a converter rejects; carries what would be valid."""
+
+    def __init__(self, valid: str) -> None:
+        super().__init__(valid)
+        self.valid = valid
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _Invalid("a non-empty string")
+    return value.strip()
+
+
+def _seconds(value: object) -> float:
+    valid = f"a number of seconds, more than 0 and at most {MAX_KAFKA_TIMEOUT_S:g}"
+    # bool is an int to Python; 'timeout_s = true' is a mistake, not one second.
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _Invalid(valid)
+    try:
+        number = float(value)
+    except ValueError:
+        raise _Invalid(valid) from None
+    # 'not 0 < n' also catches nan, which every comparison rejects.
+    if not math.isfinite(number) or not 0 < number <= MAX_KAFKA_TIMEOUT_S:
+        raise _Invalid(valid)
+    return number
+
+
+def _table(value: object) -> Mapping[str, str]:
+    """A TOML table of scalars, or the repeated ``KEY=VALUE`` strings of a flag."""
+    valid = "a table of key = value pairs (strings, numbers or booleans)"
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, Sequence) and not isinstance(value, str):
+        valid = "KEY=VALUE"
+        items = []
+        for pair in value:
+            key, sep, val = str(pair).partition("=")
+            if not sep or not key.strip():
+                raise _Invalid(valid)
+            items.append((key.strip(), val.strip()))
+    else:
+        raise _Invalid(valid)
+    out: dict[str, str] = {}
+    for key, val in items:
+        if isinstance(val, bool):
+            out[str(key)] = "true" if val else "false"
+        elif isinstance(val, str | int | float):
+            out[str(key)] = str(val)
+        else:
+            raise _Invalid(valid)
+    return _frozen(out)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration setting: where it can be given, how its value is checked, its help."""
+
+    key: str  # the TOML key, dotted by table: "kafka.timeout_s" is timeout_s under [kafka]
+    convert: Callable[[object], Any]  # raises _Invalid
+    help: str
+    group: Uses
+    env: str | None = None
+    flag: str | None = None
+    metavar: str | None = None
+    example: str = ""  # a valid flag value, for hints
+    default_help: str | None = None  # describes a default of None (computed at run time)
+    # A flag for a table adds its pairs to the table (the file's [spark.conf] keeps the others).
+    merge: bool = False
+
+    @property
+    def default(self) -> Any:
+        return setting_value(DEFAULTS, self)
+
+    @property
+    def default_text(self) -> str | None:
+        """The default as help shows it: from the code, or ``default_help`` for a computed one."""
+        value = self.default
+        if value is None:
+            return self.default_help
+        if isinstance(value, float):
+            return f"{value:g}"
+        if isinstance(value, Mapping):
+            return ", ".join(f"{k}={v}" for k, v in value.items()) or None
+        return str(value)
+
+    @property
+    def name(self) -> str:
+        """The Python identifier of the setting (its key with dots as underscores)."""
+        return self.key.replace(".", "_")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "warehouse", _text, "Warehouse directory: tables live at <warehouse>/<db>/<table>.",
+        Uses.WAREHOUSE, env="LOGSTORE_WAREHOUSE", flag="--warehouse", metavar="<dir>",
+        example="./warehouse",
+    ),
+    Setting(
+        "kafka.bootstrap_servers", _text, "Kafka brokers for tables whose DDL names none.",
+        Uses.BROKERS, env="LOGSTORE_KAFKA_BOOTSTRAP_SERVERS", flag="--bootstrap-servers",
+        metavar="<host:port,…>", example="127.0.0.1:9092",
+        default_help="the local broker, when running",
+    ),
+    Setting(
+        "kafka.timeout_s", _seconds,
+        f"Seconds a Kafka call may take before it fails (at most {MAX_KAFKA_TIMEOUT_S:g}).",
+        Uses.KAFKA, env="LOGSTORE_KAFKA_TIMEOUT", flag="--kafka-timeout", metavar="<seconds>",
+        example="10",
+    ),
+    Setting(
+        "kafka.client", _table, "librdkafka client properties for every table (secrets go here).",
+        Uses.KAFKA,
+    ),
+    Setting(
+        "spark.master", _text, "Spark master (local[*], spark://…, yarn, k8s://…).",
+        Uses.SPARK, env="LOGSTORE_SPARK_MASTER", flag="--master", metavar="<url>",
+        example="local[*]",
+    ),
+    Setting(
+        "spark.conf", _table, "Extra Spark configuration KEY=VALUE (repeatable).", Uses.SPARK,
+        flag="--conf", metavar="K=V", example="spark.driver.memory=2g", merge=True,
+    ),
+)  # fmt: skip
+BY_KEY: Mapping[str, Setting] = MappingProxyType({s.key: s for s in SETTINGS})
+# Environment variables and the config key each sets.
+ENV_VARS: Mapping[str, str] = MappingProxyType({s.env: s.key for s in SETTINGS if s.env})
+_SECTIONS = frozenset(s.key.split(".")[0] for s in SETTINGS if "." in s.key)
 
 
 @dataclass(frozen=True)
 class Overrides:
-    """Values given as command-line flags; None means not given."""
+    """What the command line gave: ``--config`` and the setting flags, by config key.
 
-    warehouse: str | None = None
-    bootstrap_servers: str | None = None
-    kafka_timeout_s: float | None = None
-    spark_master: str | None = None
-    spark_conf: Mapping[str, str] = field(default_factory=_frozen)
+    A flag that was not given is absent from ``flags``; its value is the raw text (a list of texts
+    for a repeatable flag), checked by ``resolve`` like any other source.
+    """
+
+    config_path: Path | None = None
+    flags: Mapping[str, object] = field(default_factory=dict)
 
 
 def load_file(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(
             f"config file not found: {path}",
             hint="pass an existing file with --config, or unset LOGSTORE_CONFIG",
         ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: config file is not UTF-8 text (byte {exc.start}: "
+            f"{raw[exc.start : exc.start + 1]!r})",
+            hint="TOML files are UTF-8: save the file as UTF-8",
+        ) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}", hint="fix the syntax") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
 
 
 def resolve(
     file_data: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
-    overrides: Overrides | None = None,
+    flags: Mapping[str, object] | None = None,
     *,
     source: str | None = None,
 ) -> Config:
     """Defaults < file < env < flags. Pure."""
-    cfg = _from_file(file_data or {}, source or "<config>")
-    cfg = replace(cfg, source=source)
+    cfg = replace(_from_file(file_data or {}, source or "<config>"), source=source)
     for var, key in ENV_VARS.items():
         value = (env or {}).get(var)
-        if value:
-            cfg = _set(cfg, key, value, f"environment variable {var}")
-    o = overrides or Overrides()
-    flags = (
-        ("warehouse", o.warehouse, "--warehouse"),
-        ("kafka.bootstrap_servers", o.bootstrap_servers, "--bootstrap-servers"),
-        ("kafka.timeout_s", o.kafka_timeout_s, "--kafka-timeout"),
-        ("spark.master", o.spark_master, "--master"),
-    )
-    for key, flag_value, flag in flags:
-        if flag_value is not None:
-            cfg = _set(cfg, key, flag_value, flag)
-    if o.spark_conf:
-        merged = {**cfg.spark.conf, **o.spark_conf}
-        cfg = replace(cfg, spark=replace(cfg.spark, conf=_frozen(merged)))
+        if value:  # an empty variable counts as unset, as in most tools
+            cfg = _apply(
+                cfg, BY_KEY[key], value, f"environment variable {var}", f"fix or unset {var}"
+            )
+    for flag_key, flag_value in (flags or {}).items():
+        if flag_key not in BY_KEY or not BY_KEY[flag_key].flag:
+            raise ValueError(f"no flag sets config key {flag_key!r}")  # a bug in the caller
+        setting = BY_KEY[flag_key]
+        hint = f"e.g. {setting.flag} {setting.example}"
+        cfg = _apply(cfg, setting, flag_value, str(setting.flag), hint)
     return cfg
 
 
 def load(
-    config_path: Path | None, env: Mapping[str, str], overrides: Overrides | None = None
+    config_path: Path | None, env: Mapping[str, str], flags: Mapping[str, object] | None = None
 ) -> Config:
     """Resolve the configuration: ``--config``, else ``LOGSTORE_CONFIG``, else defaults only."""
     path = config_path or (Path(env[CONFIG_ENV]) if env.get(CONFIG_ENV) else None)
     data = load_file(path) if path else {}
-    return resolve(data, env, overrides, source=str(path) if path else None)
+    return resolve(data, env, flags, source=str(path) if path else None)
 
 
-def _set_warehouse(c: Config, v: Any) -> Config:
-    return replace(c, warehouse=v)
+def markdown_table() -> str:
+    """The README's table of settings, from the declarations."""
 
+    def code(text: str | None) -> str:
+        return f"`{text}`" if text else ""
 
-def _set_bootstrap(c: Config, v: Any) -> Config:
-    return replace(c, kafka=replace(c.kafka, bootstrap_servers=v))
-
-
-def _set_timeout(c: Config, v: Any) -> Config:
-    return replace(c, kafka=replace(c.kafka, timeout_s=v))
-
-
-def _set_client(c: Config, v: Any) -> Config:
-    return replace(c, kafka=replace(c.kafka, client=_frozen(v)))
-
-
-def _set_master(c: Config, v: Any) -> Config:
-    return replace(c, spark=replace(c.spark, master=v))
-
-
-def _set_spark_conf(c: Config, v: Any) -> Config:
-    return replace(c, spark=replace(c.spark, conf=_frozen(v)))
-
-
-# Every settable key: its kind ("str", "seconds", "table") and how to set it.
-_KEYS: dict[str, tuple[str, Callable[[Config, Any], Config]]] = {
-    "warehouse": ("str", _set_warehouse),
-    "kafka.bootstrap_servers": ("str", _set_bootstrap),
-    "kafka.timeout_s": ("seconds", _set_timeout),
-    "kafka.client": ("table", _set_client),
-    "spark.master": ("str", _set_master),
-    "spark.conf": ("table", _set_spark_conf),
-}
-_SECTIONS = ("kafka", "spark")
+    rows = [
+        "| key | env | flag | default | meaning |",
+        "|---|---|---|---|---|",
+        f"| (the file itself) | `{CONFIG_ENV}` | `--config` | none | TOML config file |",
+    ]
+    for s in SETTINGS:
+        key = f"`{s.key}`" + (" (table)" if isinstance(s.default, Mapping) else "")
+        flag = code(f"{s.flag} {s.metavar}" if s.merge else s.flag)
+        default = s.default_help if s.default is None else code(s.default_text)
+        rows.append(f"| {key} | {code(s.env)} | {flag} | {default or 'none'} | {s.help} |")
+    return "\n".join(rows)
 
 
 def _unknown(key: str, where: str) -> ConfigError:
-    near = difflib.get_close_matches(key, list(_KEYS), n=1)
-    hint = f"did you mean '{near[0]}'?" if near else f"valid keys: {', '.join(_KEYS)}"
+    near = difflib.get_close_matches(key, list(BY_KEY), n=1)
+    hint = f"did you mean '{near[0]}'?" if near else f"valid keys: {', '.join(BY_KEY)}"
     return ConfigError(f"{where}: unknown config key '{key}'", hint=hint)
 
 
 def _from_file(data: Mapping[str, Any], where: str) -> Config:
-    cfg = Config()
+    cfg = DEFAULTS
     for key, value in data.items():
         if key in _SECTIONS:
             if not isinstance(value, Mapping):
-                raise ConfigError(f"{where}: '{key}' must be a table ([{key}])")
+                raise ConfigError(
+                    f"{where}: '{key}' must be a table ([{key}])",
+                    hint=f"write its keys under a [{key}] header",
+                )
             for sub, subval in value.items():
-                cfg = _set(cfg, f"{key}.{sub}", subval, where)
+                cfg = _from_file_key(cfg, f"{key}.{sub}", subval, where)
         else:
-            cfg = _set(cfg, key, value, where)
+            cfg = _from_file_key(cfg, key, value, where)
     return cfg
 
 
-def _set(cfg: Config, key: str, value: Any, where: str) -> Config:
-    """Set one key, checking and converting its value."""
-    if key not in _KEYS:
+def _from_file_key(cfg: Config, key: str, value: object, where: str) -> Config:
+    if key not in BY_KEY:
         raise _unknown(key, where)
-    kind, setter = _KEYS[key]
-    return setter(cfg, _convert(value, kind, key, where))
+    setting = BY_KEY[key]
+    hint = f"fix '{key}' in {where}, or remove it to use the default"
+    if setting.default_text:
+        hint += f" ({setting.default_text})"
+    return _apply(cfg, setting, value, f"{where}: '{key}'", hint)
 
 
-def _convert(value: Any, kind: str, key: str, where: str) -> Any:
-    if kind == "table":
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{where}: '{key}' must be a table of key = value pairs")
-        return {str(k): _scalar(v) for k, v in value.items()}
-    if kind == "seconds":
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(
-                f"{where}: '{key}' must be a number of seconds, got {value!r}"
-            ) from None
-        if number <= 0:
-            raise ConfigError(f"{where}: '{key}' must be positive, got {value!r}")
-        return number
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ConfigError(f"{where}: '{key}' must be a string, got {value!r}")
-    return str(value)
+def _apply(cfg: Config, setting: Setting, value: object, where: str, hint: str) -> Config:
+    """``cfg`` with ``setting`` set to ``value``, checked; a bad value names ``where`` it came from."""
+    try:
+        converted = setting.convert(value)
+    except _Invalid as bad:
+        raise ConfigError(f"{where} must be {bad.valid}, got {value!r}", hint=hint) from None
+    if setting.merge:
+        converted = _frozen({**setting_value(cfg, setting), **converted})
+    updated: Config = _with(cfg, setting.key.split("."), converted)
+    return updated
 
 
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def setting_value(cfg: Config, setting: Setting) -> Any:
+    value: Any = cfg
+    for part in setting.key.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _with(obj: Any, path: list[str], value: object) -> Any:
+    """A copy of the nested frozen dataclass ``obj`` with the field at ``path`` set to ``value``."""
+    head, *rest = path
+    assert is_dataclass(obj) and head in {f.name for f in fields(obj)}, path
+    return replace(obj, **{head: _with(getattr(obj, head), rest, value) if rest else value})  # type: ignore[type-var]

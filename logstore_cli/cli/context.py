@@ -57,23 +57,9 @@ def parse_pairs(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
     return out
 
 
-def make_context(
-    config_path: Path | None,
-    *,
-    warehouse: str | None = None,
-    bootstrap_servers: str | None = None,
-    kafka_timeout: float | None = None,
-    master: str | None = None,
-    spark_conf: Sequence[str] | None = None,
-) -> Context:
-    overrides = cfg.Overrides(
-        warehouse=warehouse,
-        bootstrap_servers=bootstrap_servers,
-        kafka_timeout_s=kafka_timeout,
-        spark_master=master,
-        spark_conf=parse_pairs(spark_conf, "--conf"),
-    )
-    return Context(cfg.load(config_path, os.environ, overrides))
+def make_context(overrides: cfg.Overrides) -> Context:
+    """The configuration from ``overrides`` (see ``options.config_options``), the file and env."""
+    return Context(cfg.load(overrides.config_path, os.environ, overrides.flags))
 
 
 @contextmanager

@@ -11,8 +11,9 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from logstore_cli.cli.options import BootstrapOpt, ConfigOpt, JsonOpt
+from logstore_cli.cli.options import JsonOpt, config_options
 from logstore_cli.cli.output import Output, simple_table
+from logstore_cli.config import Overrides, Uses
 from logstore_cli.errors import EXIT_INVALID_INPUT, Diagnostic, InvalidInputError
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 SUMMARY_ROWS = 100  # tables listed in the human summary of 'validate'
 
 
+@config_options(Uses.BROKERS)
 def validate(
     file: Annotated[
         str,
@@ -30,8 +32,8 @@ def validate(
         ),
     ] = "-",
     json_: JsonOpt = False,
-    config: ConfigOpt = None,
-    bootstrap_servers: BootstrapOpt = None,
+    *,
+    overrides: Overrides,
 ) -> None:
     """Parse and check every CREATE TABLE in FILE; errors as FILE:LINE:COL (exit code 2)."""
     from logstore_cli.cli.context import make_context
@@ -39,7 +41,7 @@ def validate(
 
     out = Output(json_mode=json_)
     text, name = read_ddl(file)
-    ctx = make_context(config, bootstrap_servers=bootstrap_servers)
+    ctx = make_context(overrides)
     options = ParseOptions(default_bootstrap_servers=ctx.default_bootstrap())
     result = parse_document(text, name, options)
     print_diagnostics(out, result.diagnostics)

@@ -1,11 +1,21 @@
-"""Option types shared by commands, so every command spells them the same way."""
+"""Option types shared by commands, so every command spells them the same way.
+
+The configuration flags are not written out per command: ``config_options(Uses...)`` adds
+``--config`` and the flags of the named groups (built from ``config.SETTINGS``) to a command's
+signature, and hands the command one ``overrides: Overrides`` argument instead.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from logstore_cli.config import CONFIG_ENV, SETTINGS, Overrides, Setting, Uses
 
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print machine-readable JSON on stdout instead of tables.")
@@ -20,51 +30,97 @@ StateDirOpt = Annotated[
     ),
 ]
 
+CONFIG_PANEL = "Configuration (defaults < config file < env < flags)"
+_CONFIG_PARAM = "config_file"
+_CONTEXT_PARAM = "typer_context"
+_PREFIX = "setting_"  # keeps the injected parameters apart from a command's own
+
+
+def setting_option(setting: Setting) -> Any:
+    """The Typer option of one declared setting: its flag, help, env var and code default.
+
+    Values arrive as raw text and are checked by ``config.resolve`` like the file's and the env's,
+    so a bad value reads the same whichever way it came. The env var and the default are given to Typer
+    for the help only: ``config.resolve`` reads the environment itself (to name it in errors) and
+    applies the defaults, beneath the file.
+    """
+    assert setting.flag, setting.key
+    literal = setting.default is not None and not setting.merge
+    option = typer.Option(
+        setting.flag,
+        help=setting.help,
+        envvar=setting.env,
+        show_default=True if literal else (setting.default_help or False),
+        metavar=setting.metavar,
+        rich_help_panel=CONFIG_PANEL,
+    )
+    kind = list[str] | None if setting.merge else str | None
+    return Annotated[kind, option]
+
+
 ConfigOpt = Annotated[
     Path | None,
     typer.Option(
         "--config",
         help="TOML config file (see configs/logstore.toml).",
-        envvar="LOGSTORE_CONFIG",
-        exists=False,
+        envvar=CONFIG_ENV,
+        metavar="<file>",
+        rich_help_panel=CONFIG_PANEL,
     ),
 ]
-WarehouseOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--warehouse",
-        help="Warehouse directory: tables live at <warehouse>/<db>/<table>. "
-        "Env: LOGSTORE_WAREHOUSE. (default: ./warehouse)",
-        show_default=False,
-    ),
-]
-BootstrapOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--bootstrap-servers",
-        help="Kafka brokers for tables whose DDL names none. Env: "
-        "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS. (default: the local broker, when running)",
-        show_default=False,
-    ),
-]
-KafkaTimeoutOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--kafka-timeout",
-        help="Seconds a Kafka call may take before it fails. Env: LOGSTORE_KAFKA_TIMEOUT. "
-        "(default: 10)",
-        show_default=False,
-    ),
-]
-MasterOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--master",
-        help="Spark master (local[*], spark://…, yarn, k8s://…). Env: LOGSTORE_SPARK_MASTER.",
-        show_default=False,
-    ),
-]
-SparkConfOpt = Annotated[
-    list[str] | None,
-    typer.Option("--conf", help="Extra Spark configuration KEY=VALUE (repeatable).", metavar="K=V"),
-]
+
+
+def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command ``--config`` and the flags of ``groups``, as one ``overrides`` argument.
+
+    The command declares ``overrides: Overrides`` (keyword-only, last); Typer sees the flags in its
+    place and the command receives what was given, ready for ``make_context``.
+    """
+    chosen = [s for s in SETTINGS if s.group in groups and s.flag]
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        signature = inspect.signature(command, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.name != "overrides"]
+        if len(own) == len(signature.parameters):
+            raise TypeError(f"{command.__name__} needs a parameter 'overrides: Overrides'")
+        added = [
+            inspect.Parameter(
+                _CONTEXT_PARAM, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context
+            ),
+            inspect.Parameter(
+                _CONFIG_PARAM, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ConfigOpt
+            ),
+            *(
+                inspect.Parameter(
+                    _PREFIX + s.name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=s.default_text if s.default is not None and not s.merge else None,
+                    annotation=setting_option(s),
+                )
+                for s in chosen
+            ),
+        ]
+
+        @functools.wraps(command)
+        def run(**kwargs: Any) -> None:
+            context: typer.Context = kwargs.pop(_CONTEXT_PARAM)
+            config_path = kwargs.pop(_CONFIG_PARAM)
+            flags: dict[str, object] = {}
+            for s in chosen:
+                value = kwargs.pop(_PREFIX + s.name)
+                if _given(context, _PREFIX + s.name):
+                    flags[s.key] = value
+            command(**kwargs, overrides=Overrides(config_path, flags))
+
+        params = [*own, *added]
+        run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params}
+        return run
+
+    return decorate
+
+
+def _given(context: typer.Context, param: str) -> bool:
+    """Whether the value was on the command line, not Typer's env or default (``resolve``'s job)."""
+    source = context.get_parameter_source(param)
+    return source is not None and source.name == "COMMANDLINE"

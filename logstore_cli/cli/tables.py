@@ -15,16 +15,9 @@ from rich.panel import Panel
 from rich.text import Text
 
 from logstore_cli.cli.context import Context, make_context, open_stores, parse_pairs
-from logstore_cli.cli.options import (
-    BootstrapOpt,
-    ConfigOpt,
-    JsonOpt,
-    KafkaTimeoutOpt,
-    MasterOpt,
-    SparkConfOpt,
-    WarehouseOpt,
-)
+from logstore_cli.cli.options import JsonOpt, config_options
 from logstore_cli.cli.output import Output, key_value_table, simple_table
+from logstore_cli.config import Overrides, Uses
 from logstore_cli.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -63,6 +56,7 @@ def _parse(ctx: Context, text: str, filename: str) -> list[TableSpec]:
     )
 
 
+@config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
 def create_table(
     file: Annotated[
         str | None, typer.Argument(help="DDL file, or '-' for standard input.", show_default=False)
@@ -76,20 +70,13 @@ def create_table(
     ] = False,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
-    config: ConfigOpt = None,
-    warehouse: WarehouseOpt = None,
-    bootstrap_servers: BootstrapOpt = None,
-    kafka_timeout: KafkaTimeoutOpt = None,
-    master: MasterOpt = None,
-    conf: SparkConfOpt = None,
+    *,
+    overrides: Overrides,
 ) -> None:
     """Create the Delta table and, when the log store is on, its Kafka topic, for each CREATE TABLE."""
     from logstore_cli.provision.service import create_tables
 
-    ctx = make_context(
-        config, warehouse=warehouse, bootstrap_servers=bootstrap_servers,
-        kafka_timeout=kafka_timeout, master=master, spark_conf=conf,
-    )  # fmt: skip
+    ctx = make_context(overrides)
     out = Output(json_mode=json_)
     specs = _parse(ctx, *_read_input(file, sql))
     with (
@@ -127,24 +114,20 @@ def _plan_table(rows: list[dict[str, Any]], dry_run: bool) -> Any:
     )
 
 
+@config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA)
 def describe(
     table: TableArg,
     json_: JsonOpt = False,
     no_topic: Annotated[
         bool, typer.Option("--no-topic", help="Do not contact Kafka; Delta metadata only.")
     ] = False,
-    config: ConfigOpt = None,
-    warehouse: WarehouseOpt = None,
-    bootstrap_servers: BootstrapOpt = None,
-    kafka_timeout: KafkaTimeoutOpt = None,
+    *,
+    overrides: Overrides,
 ) -> None:
     """Show a table: schema, key, properties (secrets redacted), Delta version, topic offsets."""
     from logstore_cli.provision.service import describe_table
 
-    ctx = make_context(
-        config, warehouse=warehouse, bootstrap_servers=bootstrap_servers,
-        kafka_timeout=kafka_timeout,
-    )  # fmt: skip
+    ctx = make_context(overrides)
     out = Output(json_mode=json_)
     stored = ctx.load_table(table)
     with open_stores(ctx) as stores:
@@ -204,16 +187,16 @@ def _render_describe(console: Console, d: dict[str, Any]) -> None:
     )
 
 
+@config_options(Uses.WAREHOUSE, Uses.BROKERS)
 def list_tables(
     json_: JsonOpt = False,
-    config: ConfigOpt = None,
-    warehouse: WarehouseOpt = None,
-    bootstrap_servers: BootstrapOpt = None,
+    *,
+    overrides: Overrides,
 ) -> None:
     """List the warehouse's tables with their log store status."""
     from logstore_cli.provision.service import list_tables as list_service
 
-    ctx = make_context(config, warehouse=warehouse, bootstrap_servers=bootstrap_servers)
+    ctx = make_context(overrides)
     out = Output(json_mode=json_)
     rows = list_service(ctx.warehouse, default_bootstrap=ctx.default_bootstrap())
 
@@ -234,6 +217,7 @@ def list_tables(
     out.emit(rows, render)
 
 
+@config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
 def alter_table(
     table: TableArg,
     set_: Annotated[
@@ -246,12 +230,8 @@ def alter_table(
     delete_topic: DeleteTopicOpt = False,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
-    config: ConfigOpt = None,
-    warehouse: WarehouseOpt = None,
-    bootstrap_servers: BootstrapOpt = None,
-    kafka_timeout: KafkaTimeoutOpt = None,
-    master: MasterOpt = None,
-    conf: SparkConfOpt = None,
+    *,
+    overrides: Overrides,
 ) -> None:
     """Change table properties, validated like DDL; turning the log store on creates its topic."""
     from logstore_cli.provision.service import alter_table as alter_service
@@ -259,10 +239,7 @@ def alter_table(
     changes, removals = parse_pairs(set_, "--set"), list(unset or [])
     if not changes and not removals:
         raise InvalidInputError("nothing to change", hint="pass --set KEY=VALUE and/or --unset KEY")
-    ctx = make_context(
-        config, warehouse=warehouse, bootstrap_servers=bootstrap_servers,
-        kafka_timeout=kafka_timeout, master=master, spark_conf=conf,
-    )  # fmt: skip
+    ctx = make_context(overrides)
     out = Output(json_mode=json_)
     stored = ctx.load_table(table)
     with out.status("changing the table (starts Spark) …"), open_stores(ctx) as stores:
@@ -279,23 +256,19 @@ def alter_table(
     out.emit(data, lambda c: None)
 
 
+@config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA)
 def drop_table(
     table: TableArg,
     delete_topic: DeleteTopicOpt = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     json_: JsonOpt = False,
-    config: ConfigOpt = None,
-    warehouse: WarehouseOpt = None,
-    bootstrap_servers: BootstrapOpt = None,
-    kafka_timeout: KafkaTimeoutOpt = None,
+    *,
+    overrides: Overrides,
 ) -> None:
     """Delete a table's Delta directory (and with --delete-topic its topic). Asks first."""
     from logstore_cli.provision.service import drop_table as drop_service
 
-    ctx = make_context(
-        config, warehouse=warehouse, bootstrap_servers=bootstrap_servers,
-        kafka_timeout=kafka_timeout,
-    )  # fmt: skip
+    ctx = make_context(overrides)
     out = Output(json_mode=json_)
     stored = ctx.load_table(table)
     what = f"table '{stored.ref.name}' ({stored.ref.path})"
