@@ -53,6 +53,11 @@ class SparkStartError(LogstoreError):
     """The Spark JVM did not start; ``detail`` carries the JVM's own error output."""
 
 
+class StateDirError(LogstoreError):
+    """The state directory (local broker data, Spark's logs) cannot be created, written, or trusted
+    (a symlink or another user's directory where logstore keeps its own files)."""
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     """One problem found in user input, optionally pinned to a position in a file.
@@ -127,6 +132,11 @@ class TableExistsError(LogstoreError):
 
 class TableConflictError(LogstoreError):
     """The table or its topic exists but differs from the definition; ``detail`` shows how."""
+
+
+class TopicInUseError(TableConflictError):
+    """The topic is another table's log: a topic belongs to one table, and is never deleted while
+    another table uses it."""
 
 
 class WarehouseError(LogstoreError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,8 +17,13 @@ from typing import Any
 
 from logstore_cli.errors import LogstoreError, TableNotFoundError, WarehouseError
 from logstore_cli.model import TableSpec, is_secret
+from logstore_cli.names import (
+    TableName,
+    identifier_problem,
+    parse_table_name,
+    table_name_from_parts,
+)
 
-DEFAULT_DATABASE = "default"
 FORMAT_VERSION = "1"
 
 # logstore's own table properties.
@@ -26,8 +32,16 @@ P_PRIMARY_KEY = "logstore.primary-key"  # comma-separated; Delta has no primary 
 P_USING = "logstore.using"  # the DDL's USING format (e.g. arctic), kept for describe
 P_SECRET_KEYS = "logstore.secret-keys"  # DDL keys whose secret values were not stored
 P_FORMAT_VERSION = "logstore.format-version"
+P_CATALOG = "logstore.catalog"  # the catalog part of a three-part DDL name, recorded only
+P_ADOPTED_TOPIC = "logstore.adopted-topic"  # JSON: the topic's end offsets when it was adopted
 CDF = "delta.enableChangeDataFeed"
 OWN_PREFIXES = ("logstore.", "delta.")
+# Properties logstore relies on: never changed or removed by alter-table.
+MANAGED_KEYS = frozenset({CDF})
+MANAGED_PREFIX = "logstore."
+
+# A committed Delta version: a commit file, a checkpoint, or the pointer to the last checkpoint.
+_COMMITTED = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?\.parquet)|_last_checkpoint")
 
 
 @dataclass(frozen=True)
@@ -35,58 +49,117 @@ class TableRef:
     database: str
     table: str
     path: Path
+    committed: bool = True  # False: a directory left by an interrupted create (no Delta version)
 
     @property
     def name(self) -> str:
         return f"{self.database}.{self.table}"
 
 
-def split_name(name: str) -> tuple[str, str]:
-    """``db.table`` -> (db, table); a bare ``table`` is in the default database. Pure."""
-    parts = [p.strip("`") for p in name.strip().split(".")]
-    if len(parts) == 1:
-        return DEFAULT_DATABASE, parts[0]
-    return parts[-2], parts[-1]  # a leading catalog name is ignored: one warehouse, one catalog
+def table_path(warehouse: Path, name: TableName) -> Path:
+    """Where table ``name`` lives: ``<warehouse>/<database>/<table>``, checked to stay inside."""
+    # Defence in depth: names are validated where they are parsed, and again here.
+    checked = table_name_from_parts([name.database, name.table])
+    return contained(warehouse, warehouse / checked.database / checked.table)
 
 
-def table_path(warehouse: Path, database: str | None, table: str) -> Path:
-    return warehouse / (database or DEFAULT_DATABASE) / table
+def spec_table_name(spec: TableSpec) -> TableName:
+    """The validated warehouse name of a table declared in DDL (a missing database is default)."""
+    parts = [spec.database, spec.table] if spec.database is not None else [spec.table]
+    name = table_name_from_parts(parts, shown=spec.name)
+    return TableName(name.database, name.table, spec.catalog)
+
+
+def contained(warehouse: Path, path: Path) -> Path:
+    """``path`` if it resolves (symlinks followed) strictly inside the resolved warehouse.
+
+    Called right before anything is written or deleted, so a symlink planted in the warehouse can
+    never redirect a write or a delete outside it.
+    """
+    root = warehouse.resolve()
+    target = path.resolve()
+    if target == root or not target.is_relative_to(root):
+        raise WarehouseError(
+            f"refusing to touch {path}: it resolves to {target}, which is not inside the "
+            f"warehouse {root}",
+            hint="logstore only writes and deletes below its warehouse; remove the symlink or "
+            "choose the warehouse with --warehouse",
+        )
+    return path
+
+
+def has_committed_version(path: Path) -> bool:
+    """Whether ``path`` holds a Delta table with at least one committed version."""
+    log = path / "_delta_log"
+    try:
+        return any(_COMMITTED.fullmatch(entry.name) for entry in os.scandir(log))
+    except OSError:
+        return False
 
 
 def is_delta_table(path: Path) -> bool:
-    log = path / "_delta_log"
-    return log.is_dir() and any(log.glob("*.json"))
+    return has_committed_version(path)
+
+
+def is_uncommitted_leftover(path: Path) -> bool:
+    """A table directory whose first Delta commit never happened (an interrupted create-table):
+    a ``_delta_log`` without any committed version. It holds no table data anyone committed."""
+    return (path / "_delta_log").is_dir() and not has_committed_version(path)
 
 
 def list_tables(warehouse: Path) -> list[TableRef]:
-    """Every Delta table two levels below the warehouse, sorted by name."""
+    """Every table two levels below the warehouse, sorted by name, with uncommitted leftovers
+    (``committed=False``) so that they can be shown and dropped. Entries whose names are no valid
+    table names, or that resolve outside the warehouse, are not logstore's and are passed over."""
     if not warehouse.is_dir():
         return []
+    root = warehouse.resolve()
     refs = []
-    for db in sorted(p for p in warehouse.iterdir() if p.is_dir()):
-        for table in sorted(p for p in db.iterdir() if p.is_dir()):
-            if is_delta_table(table):
+    for db in sorted(warehouse.iterdir()):
+        if identifier_problem(db.name, "database") or not _inside(db, root) or not db.is_dir():
+            continue
+        for table in sorted(db.iterdir()):
+            if identifier_problem(table.name, "table") or not _inside(table, root):
+                continue
+            if has_committed_version(table):
                 refs.append(TableRef(db.name, table.name, table))
+            elif is_uncommitted_leftover(table):
+                refs.append(TableRef(db.name, table.name, table, committed=False))
     return refs
 
 
-def find_table(warehouse: Path, name: str) -> TableRef:
-    """The table called ``name``, or TableNotFoundError naming the nearest existing ones."""
-    database, table = split_name(name)
-    path = table_path(warehouse, database, table)
-    if is_delta_table(path):
-        return TableRef(database, table, path)
-    existing = [r.name for r in list_tables(warehouse)]
-    near = difflib.get_close_matches(f"{database}.{table}", existing, n=3, cutoff=0.5)
+def _inside(path: Path, root: Path) -> bool:
+    target = path.resolve()
+    return target != root and target.is_relative_to(root)
+
+
+def find_table(warehouse: Path, name: str, *, uncommitted: bool = False) -> TableRef:
+    """The table called ``name``, or TableNotFoundError naming the nearest existing ones.
+
+    With ``uncommitted`` a directory left by an interrupted create-table is returned too (with
+    ``committed=False``), for drop-table; otherwise it is reported with the command that removes it.
+    """
+    parsed = parse_table_name(name)
+    path = table_path(warehouse, parsed)
+    if has_committed_version(path):
+        return TableRef(parsed.database, parsed.table, path)
+    if is_uncommitted_leftover(path):
+        if uncommitted:
+            return TableRef(parsed.database, parsed.table, path, committed=False)
+        raise TableNotFoundError(
+            f"table '{parsed}' has no committed Delta version at {path} (an interrupted "
+            "create-table leaves this behind)",
+            hint=f"remove it with 'logstore drop-table {parsed} --yes', then create it again",
+        )
+    existing = [r.name for r in list_tables(warehouse) if r.committed]
+    near = difflib.get_close_matches(parsed.qualified, existing, n=3, cutoff=0.5)
     if near:
         hint = "did you mean " + ", ".join(f"'{n}'" for n in near) + "?"
     elif existing:
         hint = f"existing tables: {', '.join(existing[:10])}" + (" …" if len(existing) > 10 else "")
     else:
         hint = "the warehouse has no tables yet; create one with 'logstore create-table'"
-    raise TableNotFoundError(
-        f"table '{database}.{table}' not found in warehouse {warehouse}", hint=hint
-    )
+    raise TableNotFoundError(f"table '{parsed}' not found in warehouse {warehouse}", hint=hint)
 
 
 def stored_properties(spec: TableSpec) -> tuple[dict[str, str], list[str]]:
@@ -100,6 +173,8 @@ def stored_properties(spec: TableSpec) -> tuple[dict[str, str], list[str]]:
             props[key] = value
     props[CDF] = "true"
     props[P_NAME] = spec.name
+    if spec.catalog:
+        props[P_CATALOG] = spec.catalog
     props[P_FORMAT_VERSION] = FORMAT_VERSION
     if spec.primary_key:
         props[P_PRIMARY_KEY] = ",".join(spec.primary_key)

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,8 @@ from logstore_cli.errors import InvalidInputError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from logstore_cli.provision.service import StoredTable, Stores
+    from logstore_cli.catalog.tables import StoredTable
+    from logstore_cli.provision.service import Stores
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class Context:
     def warehouse(self) -> Path:
         return self.config.warehouse_path()
 
+    @cached_property
     def default_bootstrap(self) -> str | None:
         """The config's brokers, else the local broker when 'logstore broker start' runs one."""
         if self.config.kafka.bootstrap_servers:
@@ -38,9 +41,9 @@ class Context:
 
     def load_table(self, name: str) -> StoredTable:
         """The table ``name`` of the warehouse, its model rebuilt from its Delta metadata."""
-        from logstore_cli.provision.service import load_table
+        from logstore_cli.catalog.tables import load_table
 
-        return load_table(self.warehouse, name, default_bootstrap=self.default_bootstrap())
+        return load_table(self.warehouse, name, default_bootstrap=self.default_bootstrap)
 
 
 def parse_pairs(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
@@ -53,7 +56,7 @@ def parse_pairs(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
                 f"{flag} expects KEY=VALUE, got {pair!r}",
                 hint=f"e.g. {flag} log.system.partitions=4",
             )
-        out[key.strip()] = value.strip()
+        out[key.strip()] = value  # stored exactly as given: spaces may be meant
     return out
 
 
@@ -76,7 +79,7 @@ def open_stores(ctx: Context) -> Iterator[Stores]:
             SparkSettings(master=ctx.config.spark.master, conf=ctx.config.spark.conf)
         )
 
-    delta = SparkDeltaStore(session)
+    delta = SparkDeltaStore(ctx.warehouse, session)
     topics = KafkaTopicStore(ctx.config.kafka)
     try:
         yield Stores(delta, topics)

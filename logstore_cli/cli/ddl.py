@@ -42,7 +42,7 @@ def validate(
     out = Output(json_mode=json_)
     text, name = read_ddl(file)
     ctx = make_context(overrides)
-    options = ParseOptions(default_bootstrap_servers=ctx.default_bootstrap())
+    options = ParseOptions(default_bootstrap_servers=ctx.default_bootstrap)
     result = parse_document(text, name, options)
     print_diagnostics(out, result.diagnostics)
     if result.errors:

@@ -30,6 +30,14 @@ DeleteTopicOpt = Annotated[
 DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Print the plan; create or change nothing.")
 ]
+AdoptTopicOpt = Annotated[
+    bool,
+    typer.Option(
+        "--adopt-topic",
+        help="Accept an existing topic that already holds records as the table's log "
+        "(recorded with the table; readers start after those records).",
+    ),
+]
 
 
 def _read_input(file: str | None, sql: str | None) -> tuple[str, str]:
@@ -51,9 +59,7 @@ def _parse(ctx: Context, text: str, filename: str) -> list[TableSpec]:
     from logstore_cli.ddl import ParseOptions, parse_ddl
 
     # A text without any CREATE TABLE is a DDLError of its own.
-    return parse_ddl(
-        text, filename, ParseOptions(default_bootstrap_servers=ctx.default_bootstrap())
-    )
+    return parse_ddl(text, filename, ParseOptions(default_bootstrap_servers=ctx.default_bootstrap))
 
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
@@ -69,6 +75,7 @@ def create_table(
         ),
     ] = False,
     dry_run: DryRunOpt = False,
+    adopt_topic: AdoptTopicOpt = False,
     json_: JsonOpt = False,
     *,
     overrides: Overrides,
@@ -84,8 +91,9 @@ def create_table(
         open_stores(ctx) as stores,
     ):
         plans = create_tables(
-            specs, ctx.warehouse, stores, if_not_exists=if_not_exists, dry_run=dry_run
-        )
+            specs, ctx.warehouse, stores, if_not_exists=if_not_exists, dry_run=dry_run,
+            adopt_topic=adopt_topic, default_bootstrap=ctx.default_bootstrap,
+        )  # fmt: skip
     rows = [p.to_json() | {"status": _status(p.is_noop, dry_run)} for p in plans]
     for row in rows:
         verb = {"planned": "would create", "created": "created", "exists": "exists, unchanged"}
@@ -125,15 +133,19 @@ def describe(
     overrides: Overrides,
 ) -> None:
     """Show a table: schema, key, properties (secrets redacted), Delta version, topic offsets."""
-    from logstore_cli.provision.service import describe_table
+    from logstore_cli.catalog.tables import describe_table
 
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
     stored = ctx.load_table(table)
-    with open_stores(ctx) as stores:
-        data = describe_table(stored, None if no_topic else stores.topics)
-    if data["topic"] and data["topic"].get("error"):
-        out.warning(f"topic {data['topic']['name']}: {data['topic']['error']}")
+    if no_topic:
+        description = describe_table(stored, None)
+    else:
+        with open_stores(ctx) as stores:
+            description = describe_table(stored, stores.topics)
+    if description.topic and description.topic.error:
+        out.warning(f"topic {description.topic.name}: {description.topic.error}")
+    data = description.to_json()
     out.emit(data, lambda c: _render_describe(c, data))
 
 
@@ -194,27 +206,31 @@ def list_tables(
     overrides: Overrides,
 ) -> None:
     """List the warehouse's tables with their log store status."""
-    from logstore_cli.provision.service import list_tables as list_service
+    from logstore_cli.catalog.tables import list_tables as list_catalog
 
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    rows = list_service(ctx.warehouse, default_bootstrap=ctx.default_bootstrap())
+    rows = list_catalog(ctx.warehouse, default_bootstrap=ctx.default_bootstrap)
+    for row in rows:
+        if row.error:
+            out.warning(f"{row.name}: {row.error}")
 
     def render(console: Console) -> None:
         if not rows:
-            console.print(f"no tables in {ctx.warehouse}")
+            console.print(Text(f"no tables in {ctx.warehouse}"))
             return
         console.print(
             simple_table(
                 f"Tables in {ctx.warehouse}",
                 ["table", "version", "columns", "primary key", "log store"],
-                [(r["name"], r["version"], r["columns"], ", ".join(r["primary_key"]),
-                  r["error"] or (f"{r['log_store']['topic']} ({r['log_store']['consistency']})"
-                                 if r["log_store"] else "off")) for r in rows],
+                [(r.name, r.version, r.columns, ", ".join(r.primary_key),
+                  f"error: {r.error}" if r.error else (
+                      f"{r.log_store.topic} ({r.log_store.consistency.value})"
+                      if r.log_store else "off")) for r in rows],
             )
         )  # fmt: skip
 
-    out.emit(rows, render)
+    out.emit([r.to_json() for r in rows], render)
 
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
@@ -227,7 +243,15 @@ def alter_table(
     unset: Annotated[
         list[str] | None, typer.Option("--unset", help="Remove a property (repeatable).")
     ] = None,
-    delete_topic: DeleteTopicOpt = False,
+    delete_topic: Annotated[
+        bool,
+        typer.Option(
+            "--delete-topic",
+            help="Delete the topic the table no longer uses (log store turned off, or topic "
+            "renamed); never one another table uses.",
+        ),
+    ] = False,
+    adopt_topic: AdoptTopicOpt = False,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
     *,
@@ -244,16 +268,14 @@ def alter_table(
     stored = ctx.load_table(table)
     with out.status("changing the table (starts Spark) …"), open_stores(ctx) as stores:
         result = alter_service(
-            stored, stores, changes, removals, delete_topic=delete_topic,
-            default_bootstrap=ctx.default_bootstrap(), dry_run=dry_run,
+            stored, stores, changes, removals, warehouse=ctx.warehouse,
+            delete_topic=delete_topic, adopt_topic=adopt_topic,
+            default_bootstrap=ctx.default_bootstrap, dry_run=dry_run,
         )  # fmt: skip
-    topic = result.topic.to_json() if result.topic else None
-    data = {"table": result.table, "set": result.set, "unset": result.unset,
-            "topic": topic, "dry_run": dry_run}  # fmt: skip
     out.success(f"{result.table}: {'would change' if dry_run else 'changed'} properties")
-    if result.topic:
-        out.info(f"topic {result.topic.name}: {result.topic.action}")
-    out.emit(data, lambda c: None)
+    for line in result.topic.describe() if result.topic else []:
+        out.info(line)
+    out.emit(result.to_json())
 
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA)
@@ -265,15 +287,24 @@ def drop_table(
     *,
     overrides: Overrides,
 ) -> None:
-    """Delete a table's Delta directory (and with --delete-topic its topic). Asks first."""
+    """Delete a table's Delta directory (and with --delete-topic its topic). Asks first.
+
+    Also removes a table directory that an interrupted create-table left without a committed
+    Delta version.
+    """
+    from logstore_cli.catalog.tables import load_table
+    from logstore_cli.catalog.warehouse import find_table
     from logstore_cli.provision.service import drop_table as drop_service
 
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    stored = ctx.load_table(table)
-    what = f"table '{stored.ref.name}' ({stored.ref.path})"
-    if delete_topic and stored.spec.log_store:
-        what += f" and topic '{stored.spec.log_store.topic}'"
+    ref = find_table(ctx.warehouse, table, uncommitted=True)
+    spec = None
+    if ref.committed:
+        spec = load_table(ctx.warehouse, table, default_bootstrap=ctx.default_bootstrap).spec
+    what = f"table '{ref.name}' ({ref.path})"
+    if delete_topic and spec is not None and spec.log_store:
+        what += f" and topic '{spec.log_store.topic}'"
     if not yes:
         if not sys.stdin.isatty():
             raise InvalidInputError(
@@ -284,6 +315,9 @@ def drop_table(
             out.info("nothing dropped")
             raise typer.Exit(1)
     with open_stores(ctx) as stores:  # dropping removes a directory: Spark never starts
-        result = drop_service(stored, stores, delete_topic=delete_topic)
+        result = drop_service(
+            ref, spec, stores, warehouse=ctx.warehouse, delete_topic=delete_topic,
+            default_bootstrap=ctx.default_bootstrap,
+        )  # fmt: skip
     out.success(f"dropped {what}")
-    out.emit(result, lambda c: None)
+    out.emit(result.to_json())

@@ -7,13 +7,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from logstore_cli.catalog.warehouse import DeltaState
-from logstore_cli.kafka.admin import TopicInfo
+from logstore_cli.catalog.tables import TopicReader
+from logstore_cli.catalog.warehouse import DeltaState, TableRef
 from logstore_cli.model import LogStoreSpec, TableSpec
 
 
 class DeltaStore(Protocol):
-    def read(self, path: Path) -> DeltaState | None: ...
+    def read(self, path: Path) -> DeltaState | None:
+        """The committed table at ``path``; None when there is none (or only an uncommitted
+        leftover of an interrupted create, which ``create`` replaces)."""
+        ...
+
+    def tables(self, warehouse: Path) -> list[tuple[TableRef, DeltaState]]:
+        """Every readable committed table of the warehouse."""
+        ...
 
     def create(self, path: Path, spec: TableSpec, properties: Mapping[str, str]) -> None: ...
 
@@ -22,19 +29,30 @@ class DeltaStore(Protocol):
     def drop(self, path: Path) -> None: ...
 
 
-class TopicStore(Protocol):
-    def describe(self, log: LogStoreSpec) -> TopicInfo | None: ...
-
+class TopicStore(TopicReader, Protocol):
     def create(
-        self, log: LogStoreSpec, partitions: int, replication: int, configs: Mapping[str, str]
+        self,
+        log: LogStoreSpec,
+        partitions: int,
+        replication: int,
+        configs: Mapping[str, str],
+        *,
+        validate_only: bool = False,
     ) -> None: ...
 
-    def add_partitions(self, log: LogStoreSpec, total: int) -> None: ...
+    def add_partitions(
+        self, log: LogStoreSpec, total: int, *, validate_only: bool = False
+    ) -> None: ...
 
     def alter_configs(
-        self, log: LogStoreSpec, set_: Mapping[str, str], delete: Sequence[str]
+        self,
+        log: LogStoreSpec,
+        set_: Mapping[str, str],
+        delete: Sequence[str],
+        *,
+        validate_only: bool = False,
     ) -> None: ...
 
     def delete(self, log: LogStoreSpec) -> None: ...
 
-    def end_offsets(self, log: LogStoreSpec) -> dict[int, int]: ...
+    def start_offsets(self, log: LogStoreSpec) -> dict[int, int]: ...

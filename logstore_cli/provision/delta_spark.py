@@ -1,11 +1,13 @@
 """The Delta side of provisioning, through delta-spark (reads go through delta-rs, no JVM).
 
 The Spark session starts lazily, on the first write: a no-op ``create-table --if-not-exists``,
-``--dry-run`` and ``drop-table`` never start a JVM.
+``--dry-run`` and ``drop-table`` never start a JVM. Every write and delete is checked, right before
+it happens, to resolve strictly inside the warehouse.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -18,9 +20,14 @@ from logstore_cli.model import TableSpec
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+# Spark SQL expands ${var}, ${env:VAR} and ${system:prop} in statement text unless told not to: a
+# property value must be stored exactly as the user typed it (and never pull in a secret).
+_NO_SUBSTITUTION = "spark.sql.variable.substitute"
+
 
 class SparkDeltaStore:
-    def __init__(self, session_factory: Callable[[], SparkSession]) -> None:
+    def __init__(self, warehouse: Path, session_factory: Callable[[], SparkSession]) -> None:
+        self._warehouse = warehouse
         self._factory = session_factory
         self._spark: SparkSession | None = None
 
@@ -38,18 +45,30 @@ class SparkDeltaStore:
     def read(self, path: Path) -> wh.DeltaState | None:
         if not path.exists():
             return None
-        if not wh.is_delta_table(path):
-            if any(path.iterdir()):
-                raise LogstoreError(
-                    f"{path} exists and is not a Delta table",
-                    hint="move or remove it, or use another table name or warehouse",
-                )
-            return None
+        if not wh.has_committed_version(path):
+            if wh.is_uncommitted_leftover(path) or not any(path.iterdir()):
+                return None  # nothing committed: create replaces it
+            raise LogstoreError(
+                f"{path} exists and is not a Delta table",
+                hint="move or remove it, or use another table name or warehouse",
+            )
         return wh.read_delta(path)
+
+    def tables(self, warehouse: Path) -> list[tuple[wh.TableRef, wh.DeltaState]]:
+        out = []
+        for ref in wh.list_tables(warehouse):
+            if not ref.committed:
+                continue
+            with contextlib.suppress(LogstoreError):  # unreadable tables are list's to report
+                out.append((ref, wh.read_delta(ref.path)))
+        return out
 
     def create(self, path: Path, spec: TableSpec, properties: Mapping[str, str]) -> None:
         from delta.tables import DeltaTable
 
+        wh.contained(self._warehouse, path)
+        if wh.is_uncommitted_leftover(path):
+            shutil.rmtree(path)  # an interrupted create's debris: nothing was ever committed
         builder = DeltaTable.create(self.spark).location(str(path))
         for col in spec.columns:
             builder = builder.addColumn(
@@ -65,7 +84,7 @@ class SparkDeltaStore:
         try:
             builder.execute()
         except Exception as exc:
-            if not existed and not wh.is_delta_table(path):
+            if not existed and not wh.has_committed_version(path):
                 shutil.rmtree(path, ignore_errors=True)  # no half-written directory left behind
             raise LogstoreError(
                 f"creating the Delta table at {path} failed: {_first_line(exc)}",
@@ -75,22 +94,35 @@ class SparkDeltaStore:
     def alter(self, path: Path, set_: Mapping[str, str], unset: Sequence[str]) -> None:
         from logstore_cli.ddl.render import alter_properties_sql
 
+        wh.contained(self._warehouse, path)
+        spark = self.spark  # a JVM that does not start raises its own SparkStartError here
+        spark.conf.set(_NO_SUBSTITUTION, "false")
         try:
             for statement in alter_properties_sql(str(path), set_, unset):
-                self.spark.sql(statement)
+                spark.sql(statement)
         except Exception as exc:
             raise LogstoreError(
                 f"changing the properties of the Delta table at {path} failed: {_first_line(exc)}"
             ) from exc
 
     def drop(self, path: Path) -> None:
+        """Remove the table directory; a symlinked one only when its target is in the warehouse,
+        and then the target and the link both."""
+        wh.contained(self._warehouse, path)
+        target = path.resolve()
         try:
-            shutil.rmtree(path)
+            shutil.rmtree(target)
+            if path.is_symlink():
+                path.unlink()
         except OSError as exc:
             raise LogstoreError(
                 f"could not remove the Delta table at {path}: {exc.strerror or exc}",
                 hint="check the directory's permissions; nothing else was changed",
             ) from None
+        database = path.parent
+        with contextlib.suppress(OSError, LogstoreError):
+            wh.contained(self._warehouse, database)
+            database.rmdir()  # the database directory, when it is now empty
 
 
 def _first_line(exc: BaseException) -> str:

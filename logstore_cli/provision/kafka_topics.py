@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from logstore_cli.config import KafkaConfig
-from logstore_cli.kafka.admin import KafkaAdmin, TopicInfo
+from logstore_cli.kafka.admin import KafkaAdmin
+from logstore_cli.kafka.types import TopicInfo
 from logstore_cli.model import LogStoreSpec
 
 
@@ -26,23 +27,39 @@ class KafkaTopicStore:
         return self._admin(log).describe_topic(log.topic)
 
     def create(
-        self, log: LogStoreSpec, partitions: int, replication: int, configs: Mapping[str, str]
+        self,
+        log: LogStoreSpec,
+        partitions: int,
+        replication: int,
+        configs: Mapping[str, str],
+        *,
+        validate_only: bool = False,
     ) -> None:
-        self._admin(log).create_topic(log.topic, partitions, replication, configs)
+        self._admin(log).create_topic(
+            log.topic, partitions, replication, configs, validate_only=validate_only
+        )
 
-    def add_partitions(self, log: LogStoreSpec, total: int) -> None:
-        self._admin(log).add_partitions(log.topic, total)
+    def add_partitions(self, log: LogStoreSpec, total: int, *, validate_only: bool = False) -> None:
+        self._admin(log).add_partitions(log.topic, total, validate_only=validate_only)
 
     def alter_configs(
-        self, log: LogStoreSpec, set_: Mapping[str, str], delete: Sequence[str]
+        self,
+        log: LogStoreSpec,
+        set_: Mapping[str, str],
+        delete: Sequence[str],
+        *,
+        validate_only: bool = False,
     ) -> None:
-        self._admin(log).alter_topic_configs(log.topic, set_, delete)
+        self._admin(log).alter_topic_configs(log.topic, set_, delete, validate_only=validate_only)
 
     def delete(self, log: LogStoreSpec) -> None:
         self._admin(log).delete_topic(log.topic)
 
     def end_offsets(self, log: LogStoreSpec) -> dict[int, int]:
         return self._admin(log).end_offsets(log.topic)
+
+    def start_offsets(self, log: LogStoreSpec) -> dict[int, int]:
+        return self._admin(log).start_offsets(log.topic)
 
     def close(self) -> None:
         for admin in self._admins.values():

@@ -14,7 +14,7 @@ from typing import Any
 
 from logstore_cli.catalog.schema import columns_from_delta_schema
 from logstore_cli.catalog.warehouse import DeltaState
-from logstore_cli.errors import TableConflictError, TableExistsError
+from logstore_cli.errors import TableConflictError, TableExistsError, TopicInUseError
 from logstore_cli.kafka.admin import TopicInfo
 from logstore_cli.model import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, TableSpec
 
@@ -45,10 +45,19 @@ class TablePlan:
     replication: int | None = None
     topic_configs: dict[str, str] = field(default_factory=dict)
     differences: tuple[Difference, ...] = ()
+    topic_users: tuple[str, ...] = ()  # other tables whose log is this topic
+    topic_records: int = 0  # records an existing topic holds
+    topic_end_offsets: Mapping[int, int] = field(default_factory=dict)
+    adopt_topic: bool = False  # --adopt-topic: an existing topic with records may become the log
 
     @property
     def is_noop(self) -> bool:
         return self.delta is not Step.CREATE and self.topic is not Step.CREATE
+
+    @property
+    def adopts_topic(self) -> bool:
+        """A new table takes an existing topic that already holds records."""
+        return self.delta is Step.CREATE and self.topic is Step.EXISTS and self.topic_records > 0
 
     def to_json(self) -> dict[str, Any]:
         log = self.spec.log_store
@@ -138,6 +147,11 @@ def plan_table(
     path: Path,
     existing_delta: DeltaState | None,
     existing_topic: TopicInfo | None,
+    *,
+    topic_users: tuple[str, ...] = (),
+    topic_records: int = 0,
+    topic_end_offsets: Mapping[int, int] | None = None,
+    adopt_topic: bool = False,
 ) -> TablePlan:
     """What to do for ``spec``; differences with what exists are recorded, not raised."""
     diffs: list[Difference] = []
@@ -163,16 +177,49 @@ def plan_table(
         replication,
         topic_configs(spec.properties),
         tuple(diffs),
+        topic_users=topic_users,
+        topic_records=topic_records,
+        topic_end_offsets=dict(topic_end_offsets or {}),
+        adopt_topic=adopt_topic,
     )
 
 
 def check_plan(plan: TablePlan, *, if_not_exists: bool) -> None:
     """Raise when the plan may not go ahead: a conflict, or an existing table without the flag."""
+    log = plan.spec.log_store
+    if plan.topic_users and log is not None:
+        raise TopicInUseError(
+            f"table '{plan.spec.name}': Kafka topic '{log.topic}' is the log of table "
+            + ", ".join(f"'{u}'" for u in plan.topic_users),
+            hint="a topic belongs to one table: choose another topic name (log-store.topic / "
+            "kafka.topic), or drop the other table first",
+        )
     if plan.differences:
+        detail = "\n".join(f"  - {d}" for d in plan.differences)
+        if plan.delta is Step.CREATE and log is not None:
+            # Only the topic differs and no table uses it: an interrupted create-table, or a topic
+            # someone else made.
+            raise TableConflictError(
+                f"table '{plan.spec.name}': Kafka topic '{log.topic}' already exists at "
+                f"{log.address}, is used by no table of the warehouse, and differs from the "
+                "definition",
+                detail=detail,
+                hint="change the DDL to match it, or delete the topic (kafka-topics.sh "
+                f"--bootstrap-server {log.address} --delete --topic {log.topic}) and run this "
+                "command again",
+            )
         raise TableConflictError(
             f"table '{plan.spec.name}' already exists and differs from the definition",
-            detail="\n".join(f"  - {d}" for d in plan.differences),
+            detail=detail,
             hint="drop it first ('logstore drop-table'), or change the DDL to match",
+        )
+    if plan.adopts_topic and not plan.adopt_topic and log is not None:
+        n = plan.topic_records
+        raise TableConflictError(
+            f"table '{plan.spec.name}': Kafka topic '{log.topic}' already exists and holds {n} "
+            f"record{'s' if n != 1 else ''}",
+            hint="choose a new topic name, or pass --adopt-topic to make it the table's log "
+            "anyway (readers of the table start after the records it holds now)",
         )
     if plan.delta is Step.EXISTS and not (if_not_exists or plan.spec.if_not_exists):
         raise TableExistsError(

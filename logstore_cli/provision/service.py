@@ -1,32 +1,43 @@
-"""Create, describe, list, alter and drop LogStore tables over a DeltaStore and a TopicStore.
+"""Create, alter and drop LogStore tables over a DeltaStore and a TopicStore.
 
-Everything that can be checked is checked before anything is created; a failure part-way through a
-table removes what this call created for it (a topic it made), so no table is left half-made.
+One write order everywhere: check everything that can be checked (names, paths, conflicts, who owns
+the topic, and — through the broker's ``validate_only`` — every topic change), then change. A change
+that fails part-way undoes what this call did where it can, and otherwise says exactly what was
+changed and stays changed.
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from logstore_cli.catalog import warehouse as wh
-from logstore_cli.catalog.schema import columns_from_delta_schema
-from logstore_cli.ddl.properties import resolve_log_store
-from logstore_cli.errors import InvalidInputError, LogstoreError, TableConflictError
+from logstore_cli.catalog.tables import StoredTable, resolve_log_store
+from logstore_cli.errors import (
+    InvalidInputError,
+    LogstoreError,
+    TableConflictError,
+    TopicInUseError,
+)
 from logstore_cli.model import (
     DEFAULT_PARTITIONS,
     DEFAULT_REPLICATION,
     LogStoreSpec,
     TableSpec,
     is_secret,
-    redact,
 )
 from logstore_cli.provision.backends import DeltaStore, TopicStore
-from logstore_cli.provision.plan import Step, TablePlan, check_plan, plan_table, topic_configs
+from logstore_cli.provision.plan import (
+    Step,
+    TablePlan,
+    check_plan,
+    plan_table,
+    topic_configs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +48,84 @@ class Stores:
     topics: TopicStore
 
 
+# ---------------------------------------------------------------------------------- topic owners
+
+
+def same_cluster(a: str, b: str) -> bool:
+    """Whether two bootstrap lists name the same cluster (they share a broker address)."""
+
+    def brokers(address: str) -> set[str]:
+        return {part.strip().lower() for part in address.split(",") if part.strip()}
+
+    return bool(brokers(a) & brokers(b))
+
+
+def topic_users(
+    warehouse: Path,
+    delta: DeltaStore,
+    log_spec: LogStoreSpec,
+    *,
+    default_bootstrap: str | None,
+    exclude: str | None = None,
+) -> list[str]:
+    """The tables of the warehouse (other than ``exclude``) whose log store is ``log_spec``'s topic.
+
+    A table whose log settings cannot be resolved counts as a user when any of its properties names
+    the topic: a topic is never handed to a second table, nor deleted, on a guess.
+    """
+    users = []
+    for ref, state in delta.tables(warehouse):
+        if ref.name == exclude:
+            continue
+        props = wh.user_properties(state.properties)
+        try:
+            other = resolve_log_store(props, ref.name, default_bootstrap, state.primary_key)
+        except LogstoreError:
+            if log_spec.topic in props.values():
+                users.append(ref.name)
+            continue
+        if (
+            other is not None
+            and other.topic == log_spec.topic
+            and same_cluster(other.address, log_spec.address)
+        ):
+            users.append(ref.name)
+    return users
+
+
+def _in_use_error(topic: str, users: Sequence[str], doing: str) -> TopicInUseError:
+    return TopicInUseError(
+        f"cannot {doing}: Kafka topic '{topic}' is the log of table "
+        + ", ".join(f"'{u}'" for u in users),
+        hint="a topic belongs to one table: choose another topic name (log-store.topic / "
+        "kafka.topic), or drop or alter the other table first",
+    )
+
+
+def _records(start: Mapping[int, int], end: Mapping[int, int]) -> int:
+    return sum(max(0, end[p] - start.get(p, 0)) for p in end)
+
+
 # ---------------------------------------------------------------------------------------- create
 
 
-def plan_tables(specs: Sequence[TableSpec], warehouse: Path, stores: Stores) -> list[TablePlan]:
+def plan_tables(
+    specs: Sequence[TableSpec],
+    warehouse: Path,
+    stores: Stores,
+    *,
+    default_bootstrap: str | None = None,
+    adopt_topic: bool = False,
+) -> list[TablePlan]:
     """Plan every table (reads only); raise before anything is created if any plan is refused."""
     seen: dict[str, str] = {}
+    topics_seen: dict[str, str] = {}
     plans = []
     for spec in specs:
         _check_supported(spec)
-        path = wh.table_path(warehouse, spec.database, spec.table)
-        key = f"{spec.database or wh.DEFAULT_DATABASE}.{spec.table}".lower()
+        name = wh.spec_table_name(spec)
+        path = wh.table_path(warehouse, name)
+        key = name.qualified.lower()
         if key in seen:
             raise InvalidInputError(
                 f"table '{spec.name}' is defined twice in the input (also as '{seen[key]}')",
@@ -55,8 +133,28 @@ def plan_tables(specs: Sequence[TableSpec], warehouse: Path, stores: Stores) -> 
             )
         seen[key] = spec.name
         existing = stores.delta.read(path)
-        topic = stores.topics.describe(spec.log_store) if spec.log_store else None
-        plans.append(plan_table(spec, path, existing, topic))
+        log_spec = spec.log_store
+        topic = users = None
+        records, end = 0, {}
+        if log_spec is not None:
+            if log_spec.topic in topics_seen:
+                raise _in_use_error(log_spec.topic, [topics_seen[log_spec.topic]], "create it")
+            topics_seen[log_spec.topic] = spec.name
+            topic = stores.topics.describe(log_spec)
+            users = topic_users(
+                warehouse, stores.delta, log_spec,
+                default_bootstrap=default_bootstrap, exclude=name.qualified,
+            )  # fmt: skip
+            if topic is not None:
+                end = stores.topics.end_offsets(log_spec)
+                records = _records(stores.topics.start_offsets(log_spec), end)
+        plans.append(
+            plan_table(
+                spec, path, existing, topic,
+                topic_users=tuple(users or ()), topic_records=records,
+                topic_end_offsets=end, adopt_topic=adopt_topic,
+            )
+        )  # fmt: skip
     return plans
 
 
@@ -67,17 +165,44 @@ def create_tables(
     *,
     if_not_exists: bool = False,
     dry_run: bool = False,
+    adopt_topic: bool = False,
+    default_bootstrap: str | None = None,
 ) -> list[TablePlan]:
-    plans = plan_tables(specs, warehouse, stores)
+    plans = plan_tables(
+        specs, warehouse, stores, default_bootstrap=default_bootstrap, adopt_topic=adopt_topic
+    )
     for plan in plans:
         check_plan(plan, if_not_exists=if_not_exists)
+    for plan in plans:
+        _validate_topic(plan, stores)  # the broker checks every new topic before anything is made
     if dry_run:
         return plans
     if any(p.delta is Step.CREATE for p in plans):
         wh.ensure_writable(warehouse)
-    for plan in plans:
-        _apply(plan, stores)
+    done: list[str] = []
+    for i, plan in enumerate(plans):
+        try:
+            _apply(plan, stores)
+        except BaseException as exc:
+            if len(plans) > 1:
+                _add_detail(
+                    exc,
+                    "created: " + (", ".join(done) or "none")
+                    + "; not created: " + ", ".join(p.spec.name for p in plans[i:]),
+                )  # fmt: skip
+            raise
+        if not plan.is_noop:
+            done.append(plan.spec.name)
     return plans
+
+
+def _validate_topic(plan: TablePlan, stores: Stores) -> None:
+    log_spec = plan.spec.log_store
+    if log_spec is not None and plan.topic is Step.CREATE:
+        assert plan.partitions is not None and plan.replication is not None
+        stores.topics.create(
+            log_spec, plan.partitions, plan.replication, plan.topic_configs, validate_only=True
+        )
 
 
 def _apply(plan: TablePlan, stores: Stores) -> None:
@@ -89,6 +214,12 @@ def _apply(plan: TablePlan, stores: Stores) -> None:
         created_topic = True
     if plan.delta is Step.CREATE:
         properties, _ = wh.stored_properties(spec)
+        if plan.adopts_topic:
+            # Records before these offsets are not logstore's: readers of this table skip them.
+            properties[wh.P_ADOPTED_TOPIC] = json.dumps(
+                {str(p): o for p, o in sorted(plan.topic_end_offsets.items())},
+                separators=(",", ":"),
+            )
         try:
             stores.delta.create(plan.path, spec, properties)
         except BaseException as exc:
@@ -101,10 +232,20 @@ def _rollback_topic(stores: Stores, log_spec: LogStoreSpec, cause: BaseException
     try:
         stores.topics.delete(log_spec)
     except Exception as exc:  # report both: the cause, and what is left behind
-        if isinstance(cause, LogstoreError):
-            extra = f"the topic '{log_spec.topic}' created by this call could not be removed: {exc}"
-            cause.detail = "\n".join(filter(None, [cause.detail, extra]))
+        _add_detail(
+            cause,
+            f"the topic '{log_spec.topic}' created by this call could not be removed: {exc}; "
+            "it is left behind, empty (run the same command again to use it)",
+        )
         log.warning("rollback of topic %s failed: %s", log_spec.topic, exc)
+
+
+def _add_detail(exc: BaseException, text: str) -> None:
+    """Attach what the user must know to an error on its way out (shown under the message)."""
+    if isinstance(exc, LogstoreError):
+        exc.detail = "\n".join(filter(None, [exc.detail, text]))
+    else:
+        exc.add_note(text)
 
 
 def _check_supported(spec: TableSpec) -> None:
@@ -121,131 +262,12 @@ def _check_supported(spec: TableSpec) -> None:
         )
 
 
-# ------------------------------------------------------------------------------ read the catalog
-
-
-@dataclass(frozen=True)
-class StoredTable:
-    ref: wh.TableRef
-    state: wh.DeltaState
-    spec: TableSpec
-
-
-def load_table(
-    warehouse: Path,
-    name: str,
-    *,
-    default_bootstrap: str | None = None,
-) -> StoredTable:
-    ref = wh.find_table(warehouse, name)
-    state = wh.read_delta(ref.path)
-    return StoredTable(ref, state, spec_from_delta(ref, state, default_bootstrap))
-
-
-def spec_from_delta(
-    ref: wh.TableRef, state: wh.DeltaState, default_bootstrap: str | None
-) -> TableSpec:
-    """Rebuild the table's model from its Delta metadata."""
-    props = wh.user_properties(state.properties)
-    return TableSpec(
-        database=ref.database,
-        table=ref.table,
-        columns=columns_from_delta_schema(state.schema),
-        primary_key=state.primary_key,
-        using=state.properties.get(wh.P_USING),
-        properties=props,
-        log_store=_resolve(props, ref.name, default_bootstrap, state.primary_key),
-        partitioned_by=state.partition_columns,
-        comment=state.description,
-    )
-
-
-def _resolve(
-    props: Mapping[str, str],
-    name: str,
-    default_bootstrap: str | None,
-    primary_key: Sequence[str],
-) -> LogStoreSpec | None:
-    from logstore_cli.ddl import ParseOptions
-
-    options = ParseOptions(default_bootstrap_servers=default_bootstrap)
-    return resolve_log_store(dict(props), name, options, primary_key=primary_key)
-
-
-def describe_table(stored: StoredTable, topics: TopicStore | None) -> dict[str, Any]:
-    spec, state = stored.spec, stored.state
-    out: dict[str, Any] = {
-        "name": stored.ref.name,
-        "path": str(stored.ref.path),
-        "delta": {"version": state.version, "num_files": state.num_files},
-        "columns": [c.to_json() for c in spec.columns],
-        "primary_key": list(spec.primary_key),
-        "partitioned_by": list(spec.partitioned_by),
-        "using": spec.using,
-        "properties": dict(sorted(redact(spec.properties).items())),  # Delta keeps no order
-        "secret_keys_not_stored": [
-            k for k in state.properties.get(wh.P_SECRET_KEYS, "").split(",") if k
-        ],
-        "log_store": spec.log_store.to_json() if spec.log_store else None,
-        "topic": None,
-    }
-    if spec.log_store is not None and topics is not None:
-        out["topic"] = _topic_json(spec.log_store, topics)
-    return out
-
-
-def _topic_json(log_spec: LogStoreSpec, topics: TopicStore) -> dict[str, Any]:
-    try:
-        info = topics.describe(log_spec)
-        if info is None:
-            return {"name": log_spec.topic, "exists": False, "error": "topic does not exist"}
-        offsets = topics.end_offsets(log_spec)
-    except LogstoreError as exc:
-        return {"name": log_spec.topic, "exists": None, "error": exc.message}
-    return {
-        "name": info.name,
-        "exists": True,
-        "partitions": [{"partition": p, "end_offset": o} for p, o in sorted(offsets.items())],
-        "replication": info.replication,
-        "configs": redact(info.configs),
-    }
-
-
-def list_tables(warehouse: Path, *, default_bootstrap: str | None = None) -> list[dict[str, Any]]:
-    rows = []
-    for ref in wh.list_tables(warehouse):
-        state = wh.read_delta(ref.path)
-        props = wh.user_properties(state.properties)
-        try:
-            log_spec = _resolve(props, ref.name, default_bootstrap, state.primary_key)
-            log_json: dict[str, Any] | None = (
-                {"topic": log_spec.topic, "consistency": log_spec.consistency.value}
-                if log_spec
-                else None
-            )
-            problem = None
-        except LogstoreError as exc:  # one bad table must not hide the others
-            log_json, problem = None, exc.message
-        rows.append(
-            {
-                "name": ref.name,
-                "path": str(ref.path),
-                "version": state.version,
-                "columns": len(state.schema["fields"]),
-                "primary_key": list(state.primary_key),
-                "log_store": log_json,
-                "error": problem,
-            }
-        )
-    return rows
-
-
 # ----------------------------------------------------------------------------------------- alter
 
 
 @dataclass(frozen=True)
 class TopicChange:
-    """What a property change does to the table's topic."""
+    """What a property change does to the table's topic (and to its old one, when renamed)."""
 
     name: str
     action: str  # create | exists | add-partitions | keep | delete
@@ -253,6 +275,14 @@ class TopicChange:
     replication: int | None = None
     configs_set: Mapping[str, str] = field(default_factory=dict)
     configs_unset: tuple[str, ...] = ()
+    old_topic: str | None = None  # the topic the table used before a rename
+    old_topic_action: str | None = None  # keep | delete
+
+    @property
+    def changes_configs(self) -> bool:
+        return self.action in ("exists", "add-partitions") and bool(
+            self.configs_set or self.configs_unset
+        )
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "action": self.action}
@@ -263,7 +293,18 @@ class TopicChange:
                 "configs_set": dict(self.configs_set),
                 "configs_unset": list(self.configs_unset),
             }
+        if self.old_topic is not None:
+            out |= {"old_topic": self.old_topic, "old_topic_action": self.old_topic_action}
         return out
+
+    def describe(self) -> list[str]:
+        """One line per effect, for people."""
+        lines = [f"topic {self.name}: {self.action}"]
+        if self.old_topic is not None:
+            verb = "deleted" if self.old_topic_action == "delete" else "kept (no table uses it)"
+            hint = "" if self.old_topic_action == "delete" else "; --delete-topic deletes it"
+            lines.append(f"previous topic {self.old_topic}: {verb}{hint}")
+        return lines
 
 
 @dataclass(frozen=True)
@@ -272,6 +313,16 @@ class AlterResult:
     set: dict[str, str]
     unset: list[str]
     topic: TopicChange | None
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "set": self.set,
+            "unset": self.unset,
+            "topic": self.topic.to_json() if self.topic else None,
+            "dry_run": self.dry_run,
+        }
 
 
 def alter_table(
@@ -280,55 +331,267 @@ def alter_table(
     set_: Mapping[str, str],
     unset: Sequence[str],
     *,
+    warehouse: Path,
     delete_topic: bool = False,
+    adopt_topic: bool = False,
     default_bootstrap: str | None = None,
     dry_run: bool = False,
 ) -> AlterResult:
-    """Validate the new property set like DDL, then change the topic and the Delta table.
+    """Validate the new property set like DDL and every topic change with the broker, then apply.
 
-    A topic this call creates is removed again if the Delta change fails; topic changes that cannot
-    be undone (more partitions, configs, deletion) happen only after the Delta change succeeded.
+    Order: a new topic first (undone if a later step fails), then the Delta properties (set back if
+    a later step fails), then more partitions (Kafka cannot undo them), topic configs (set back),
+    and last the deletion of a topic that is no longer used. The broker is contacted only when the
+    change concerns the topic, so a Delta-only change works while Kafka is down.
     """
     old = stored.spec
     _check_alterable(stored, set_, unset)
     new_props = {k: v for k, v in old.properties.items() if k not in unset} | dict(set_)
-    new_log = _resolve(new_props, stored.ref.name, default_bootstrap, old.primary_key)
-    change = _topic_change(old, new_log, new_props, stores.topics, delete_topic)
-    result = AlterResult(stored.ref.name, dict(set_), list(unset), change)
-    if dry_run:
-        return result
-    if change is None:  # no log store before or after: a Delta property change only
-        stores.delta.alter(stored.ref.path, dict(set_), list(unset))
-        return result
-
-    topic_log = new_log or old.log_store
-    assert topic_log is not None  # a change exists only when a log store did or does
-    if change.action == "create":
-        assert change.partitions is not None and change.replication is not None
-        stores.topics.create(topic_log, change.partitions, change.replication, change.configs_set)
-    try:
-        stores.delta.alter(stored.ref.path, dict(set_), list(unset))
-    except BaseException as exc:
-        if change.action == "create":
-            _rollback_topic(stores, topic_log, exc)
-        raise
-    if change.action == "add-partitions" and change.partitions is not None:
-        stores.topics.add_partitions(topic_log, change.partitions)
-    if change.action in ("exists", "add-partitions") and (
-        change.configs_set or change.configs_unset
-    ):
-        stores.topics.alter_configs(topic_log, change.configs_set, change.configs_unset)
-    if change.action == "delete":
-        stores.topics.delete(topic_log)
+    new_log = resolve_log_store(new_props, stored.ref.name, default_bootstrap, old.primary_key)
+    change = _topic_change(
+        stored, new_log, new_props, stores, warehouse=warehouse, delete_topic=delete_topic,
+        adopt_topic=adopt_topic, default_bootstrap=default_bootstrap,
+    )  # fmt: skip
+    _validate_change(change, new_log, stores.topics)
+    result = AlterResult(stored.ref.name, dict(set_), list(unset), change, dry_run)
+    if not dry_run:
+        _apply_alter(stored, stores, set_, unset, change, new_log)
     return result
 
 
+# Topic-relevant settings of a log store: a change to anything else never needs the broker.
+def _topic_settings(log_spec: LogStoreSpec, props: Mapping[str, str]) -> tuple[Any, ...]:
+    return (
+        log_spec.topic,
+        log_spec.address,
+        log_spec.partitions,
+        log_spec.replication,
+        sorted(topic_configs(props).items()),
+    )
+
+
+def _topic_change(
+    stored: StoredTable,
+    new: LogStoreSpec | None,
+    new_props: Mapping[str, str],
+    stores: Stores,
+    *,
+    warehouse: Path,
+    delete_topic: bool,
+    adopt_topic: bool,
+    default_bootstrap: str | None,
+) -> TopicChange | None:
+    """What the property change means for the topic; raises for what cannot be done."""
+    old = stored.spec
+    old_log = old.log_store
+    if new is None:
+        if old_log is None:
+            return None
+        action = "keep"
+        if delete_topic:
+            _check_deletable(stored, old_log, stores, warehouse, default_bootstrap)
+            action = "delete"
+        return TopicChange(old_log.topic, action)
+    if old_log is not None and _topic_settings(old_log, old.properties) == _topic_settings(
+        new, new_props
+    ):
+        return None  # the topic is untouched: a Delta-only change
+    renamed = old_log is not None and (
+        old_log.topic != new.topic or not same_cluster(old_log.address, new.address)
+    )
+    if old_log is None or renamed:
+        users = topic_users(
+            warehouse, stores.delta, new,
+            default_bootstrap=default_bootstrap, exclude=stored.ref.name,
+        )  # fmt: skip
+        if users:
+            raise _in_use_error(new.topic, users, f"make it the log of '{stored.ref.name}'")
+    old_action = None
+    if renamed and old_log is not None:
+        old_action = "keep"
+        if delete_topic:
+            _check_deletable(stored, old_log, stores, warehouse, default_bootstrap)
+            old_action = "delete"
+    old_topic = old_log.topic if renamed and old_log is not None else None
+    partitions = new.partitions or DEFAULT_PARTITIONS
+    replication = new.replication or DEFAULT_REPLICATION
+    wanted = topic_configs(new_props)
+    info = stores.topics.describe(new)
+    if info is None:
+        return TopicChange(
+            new.topic, "create", partitions, replication, wanted,
+            old_topic=old_topic, old_topic_action=old_action,
+        )  # fmt: skip
+    if old_log is None or renamed:
+        records = _records(stores.topics.start_offsets(new), stores.topics.end_offsets(new))
+        if records and not adopt_topic:
+            raise _holds_records(new.topic, records, stored.ref.name)
+    if partitions < info.partitions:
+        raise TableConflictError(
+            f"topic '{new.topic}' has {info.partitions} partitions; Kafka cannot reduce them "
+            f"to {partitions}",
+            hint="set log.system.partitions to at least the current count",
+        )
+    if replication != info.replication:
+        raise TableConflictError(
+            f"topic '{new.topic}' has replication {info.replication}; logstore does not change "
+            f"the replication of an existing topic (to {replication})",
+            hint=f"set log.system.replication to {info.replication}, or reassign the topic's "
+            "replicas with Kafka's own tools first",
+        )
+    before = topic_configs(old.properties)
+    return TopicChange(
+        new.topic,
+        "add-partitions" if partitions > info.partitions else "exists",
+        partitions,
+        replication,
+        configs_set={k: v for k, v in wanted.items() if info.configs.get(k) != v},
+        configs_unset=tuple(sorted(k for k in before if k not in wanted and k in info.configs)),
+        old_topic=old_topic,
+        old_topic_action=old_action,
+    )
+
+
+def _holds_records(topic: str, records: int, table: str) -> TableConflictError:
+    return TableConflictError(
+        f"Kafka topic '{topic}' already exists and holds {records} record"
+        f"{'s' if records != 1 else ''}; it would become the log of '{table}'",
+        hint="choose a new topic name, or pass --adopt-topic to use it anyway (readers of the "
+        "table then start after the records it holds now)",
+    )
+
+
+def _check_deletable(
+    stored: StoredTable,
+    log_spec: LogStoreSpec,
+    stores: Stores,
+    warehouse: Path,
+    default_bootstrap: str | None,
+) -> None:
+    users = topic_users(
+        warehouse, stores.delta, log_spec,
+        default_bootstrap=default_bootstrap, exclude=stored.ref.name,
+    )  # fmt: skip
+    if users:
+        raise TopicInUseError(
+            f"refusing to delete Kafka topic '{log_spec.topic}': it is also the log of table "
+            + ", ".join(f"'{u}'" for u in users),
+            hint="leave out --delete-topic; nothing was changed",
+        )
+
+
+def _validate_change(
+    change: TopicChange | None, new: LogStoreSpec | None, topics: TopicStore
+) -> None:
+    """Have the broker check every topic change (validate_only) before anything is touched."""
+    if change is None or new is None:
+        return
+    if change.action == "create":
+        assert change.partitions is not None and change.replication is not None
+        topics.create(
+            new, change.partitions, change.replication, change.configs_set, validate_only=True
+        )
+        return
+    if change.action == "add-partitions" and change.partitions is not None:
+        topics.add_partitions(new, change.partitions, validate_only=True)
+    if change.changes_configs:
+        topics.alter_configs(new, change.configs_set, change.configs_unset, validate_only=True)
+
+
+@dataclass
+class _Journal:
+    """What an alter has done so far, with how to undo each step (None: it cannot be undone)."""
+
+    steps: list[tuple[str, Callable[[], None] | None]] = field(default_factory=list)
+
+    def did(self, what: str, undo: Callable[[], None] | None) -> None:
+        self.steps.append((what, undo))
+
+    def roll_back(self) -> list[str]:
+        """Undo in reverse order; returns what stays changed."""
+        left = []
+        for what, undo in reversed(self.steps):
+            if undo is None:
+                left.append(f"{what} (cannot be undone)")
+                continue
+            try:
+                undo()
+            except Exception as exc:
+                left.append(f"{what} (undoing it failed: {exc})")
+        return left
+
+
+def _apply_alter(
+    stored: StoredTable,
+    stores: Stores,
+    set_: Mapping[str, str],
+    unset: Sequence[str],
+    change: TopicChange | None,
+    new: LogStoreSpec | None,
+) -> None:
+    path, before = stored.ref.path, stored.state.properties
+    journal = _Journal()
+    try:
+        if change is not None and change.action == "create" and new is not None:
+            assert change.partitions is not None and change.replication is not None
+            stores.topics.create(new, change.partitions, change.replication, change.configs_set)
+            journal.did(f"created topic '{new.topic}'", lambda: stores.topics.delete(new))
+        stores.delta.alter(path, dict(set_), list(unset))
+        restore = {k: before[k] for k in [*set_, *unset] if k in before}
+        added = [k for k in set_ if k not in before]
+        journal.did(
+            f"changed the properties of '{stored.ref.name}'",
+            lambda: stores.delta.alter(path, restore, added),
+        )
+        if change is not None:
+            _apply_topic_steps(change, new, stored, stores, journal)
+    except BaseException as exc:
+        left = journal.roll_back()
+        if left:
+            _add_detail(exc, "changed and left so: " + "; ".join(left))
+        elif journal.steps:
+            _add_detail(exc, "nothing was changed (every step was undone)")
+        raise
+
+
+def _apply_topic_steps(
+    change: TopicChange,
+    new: LogStoreSpec | None,
+    stored: StoredTable,
+    stores: Stores,
+    journal: _Journal,
+) -> None:
+    topics = stores.topics
+    if new is not None and change.action == "add-partitions" and change.partitions is not None:
+        topics.add_partitions(new, change.partitions)
+        journal.did(f"topic '{new.topic}' now has {change.partitions} partitions", None)
+    if new is not None and change.changes_configs:
+        current = topics.describe(new)
+        old_configs = dict(current.configs) if current else {}
+        topics.alter_configs(new, change.configs_set, change.configs_unset)
+        touched = [*change.configs_set, *change.configs_unset]
+        reset = {k: old_configs[k] for k in touched if k in old_configs}
+        journal.did(
+            f"changed configs of topic '{new.topic}'",
+            lambda: topics.alter_configs(new, reset, [k for k in touched if k not in old_configs]),
+        )
+    # Deleting is last: nothing after it can fail and leave the table pointing at no topic.
+    old_log = stored.spec.log_store
+    if change.action == "delete" and old_log is not None:
+        topics.delete(old_log)
+    if change.old_topic_action == "delete" and old_log is not None:
+        topics.delete(old_log)
+
+
 def _check_alterable(stored: StoredTable, set_: Mapping[str, str], unset: Sequence[str]) -> None:
-    for key, value in set_.items():
-        if key.startswith("logstore."):
+    for key in [*set_, *unset]:
+        if key.startswith(wh.MANAGED_PREFIX) or key in wh.MANAGED_KEYS:
             raise InvalidInputError(
-                f"'{key}' is managed by logstore and cannot be set", hint="remove it from --set"
+                f"'{key}' is managed by logstore and cannot be changed or removed",
+                hint="logstore keeps the primary key, the name and Change Data Feed itself; "
+                "remove it from --set/--unset",
             )
+    for key, value in set_.items():
         if is_secret(key, value):
             raise InvalidInputError(
                 f"'{key}' holds a secret; secrets are never stored in table metadata",
@@ -343,54 +606,60 @@ def _check_alterable(stored: StoredTable, set_: Mapping[str, str], unset: Sequen
         )
 
 
-def _topic_change(
-    old: TableSpec,
-    new: LogStoreSpec | None,
-    new_props: Mapping[str, str],
-    topics: TopicStore,
-    delete_topic: bool,
-) -> TopicChange | None:
-    """What the property change means for the topic; raises for what cannot be done."""
-    if new is None:
-        if old.log_store is None:
-            return None
-        return TopicChange(old.log_store.topic, "delete" if delete_topic else "keep")
-    partitions = new.partitions or DEFAULT_PARTITIONS
-    replication = new.replication or DEFAULT_REPLICATION
-    wanted = topic_configs(new_props)
-    info = topics.describe(new)
-    if info is None:
-        return TopicChange(new.topic, "create", partitions, replication, wanted)
-    if partitions < info.partitions:
-        raise TableConflictError(
-            f"topic '{new.topic}' has {info.partitions} partitions; Kafka cannot reduce them "
-            f"to {partitions}",
-            hint="set log.system.partitions to at least the current count",
-        )
-    before = topic_configs(old.properties)
-    return TopicChange(
-        new.topic,
-        "add-partitions" if partitions > info.partitions else "exists",
-        partitions,
-        replication,
-        configs_set={k: v for k, v in wanted.items() if info.configs.get(k) != v},
-        configs_unset=tuple(sorted(k for k in before if k not in wanted)),
-    )
-
-
 # ------------------------------------------------------------------------------------------ drop
 
 
-def drop_table(stored: StoredTable, stores: Stores, *, delete_topic: bool) -> dict[str, Any]:
-    log_spec = stored.spec.log_store
-    topic: dict[str, Any] | None = None
+@dataclass(frozen=True)
+class DropResult:
+    table: str
+    path: Path
+    topic: str | None  # the topic that was asked to be deleted
+    topic_deleted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "path": str(self.path),
+            "topic": None
+            if self.topic is None
+            else {"name": self.topic, "deleted": self.topic_deleted},
+        }
+
+
+def drop_table(
+    ref: wh.TableRef,
+    spec: TableSpec | None,
+    stores: Stores,
+    *,
+    warehouse: Path,
+    delete_topic: bool,
+    default_bootstrap: str | None = None,
+) -> DropResult:
+    """Remove the table's directory (and with ``delete_topic`` its topic, unless another table
+    uses it). ``spec`` is None for a directory left by an interrupted create-table."""
+    log_spec = spec.log_store if spec is not None else None
+    if delete_topic and spec is None:
+        raise InvalidInputError(
+            f"'{ref.name}' has no committed Delta version, so its topic is unknown",
+            hint="drop it without --delete-topic",
+        )
+    exists = False
     if delete_topic and log_spec is not None:
         # Reach the broker before deleting anything, so a down broker leaves the table whole.
         exists = stores.topics.describe(log_spec) is not None
-        topic = {"name": log_spec.topic, "deleted": exists}
-    stores.delta.drop(stored.ref.path)
-    if topic and topic["deleted"] and log_spec is not None:
+        if exists:
+            users = topic_users(
+                warehouse, stores.delta, log_spec,
+                default_bootstrap=default_bootstrap, exclude=ref.name,
+            )  # fmt: skip
+            if users:
+                raise TopicInUseError(
+                    f"refusing to delete Kafka topic '{log_spec.topic}': it is also the log of "
+                    "table " + ", ".join(f"'{u}'" for u in users),
+                    hint="drop the table without --delete-topic; nothing was deleted",
+                )
+    stores.delta.drop(ref.path)
+    if exists and log_spec is not None:
         stores.topics.delete(log_spec)
-    with contextlib.suppress(OSError):
-        stored.ref.path.parent.rmdir()  # the database directory, when it is now empty
-    return {"table": stored.ref.name, "path": str(stored.ref.path), "topic": topic}
+    asked = log_spec.topic if delete_topic and log_spec is not None else None
+    return DropResult(ref.name, ref.path, asked, topic_deleted=exists)

@@ -1,5 +1,11 @@
 """In-memory DeltaStore / TopicStore for unit tests of the provisioning logic (no JVM, no broker).
-The same logic runs against delta-spark and a real broker in tests/integration/provision."""
+The same logic runs against delta-spark and a real broker in tests/integration/provision.
+
+Every operation can be made to fail (``fail["alter"] = error``; validate-only calls are named
+``"validate <op>"``), and the topic store behaves as a broker does where the service relies on it:
+creating an existing topic fails, partitions can only grow, ``describe`` returns only the configs
+set on the topic (the broker's non-default, dynamic configs), validate-only calls change nothing.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +13,37 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from logstore_cli.catalog.warehouse import DeltaState
-from logstore_cli.errors import BrokerError, LogstoreError
-from logstore_cli.kafka.admin import TopicInfo
+from logstore_cli.catalog.warehouse import DeltaState, TableRef
+from logstore_cli.errors import BrokerError, TopicExistsError, TopicNotFoundError, TopicSpecError
+from logstore_cli.kafka.types import TopicInfo
 from logstore_cli.model import LogStoreSpec, TableSpec
 
 
 @dataclass
 class MemDelta:
-    tables: dict[Path, DeltaState] = field(default_factory=dict)
-    fail_create: LogstoreError | None = None
+    states: dict[Path, DeltaState] = field(default_factory=dict)
+    fail: dict[str, BaseException] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
 
+    def _op(self, op: str, path: Path) -> None:
+        self.calls.append(f"{op} {path.name}")
+        if op in self.fail:
+            raise self.fail[op]
+
     def read(self, path: Path) -> DeltaState | None:
-        return self.tables.get(path)
+        if "read" in self.fail:
+            raise self.fail["read"]
+        return self.states.get(path)
+
+    def tables(self, warehouse: Path) -> list[tuple[TableRef, DeltaState]]:
+        return [
+            (TableRef(p.parent.name, p.name, p), s)
+            for p, s in sorted(self.states.items())
+            if p.parent.parent == warehouse
+        ]
 
     def create(self, path: Path, spec: TableSpec, properties: Mapping[str, str]) -> None:
-        self.calls.append(f"create {path.name}")
-        if self.fail_create is not None:
-            raise self.fail_create
+        self._op("create", path)
         schema = {
             "type": "struct",
             "fields": [
@@ -33,63 +51,101 @@ class MemDelta:
                 for c in spec.columns
             ],
         }
-        self.tables[path] = DeltaState(
+        self.states[path] = DeltaState(
             path, 0, 0, schema, dict(properties), tuple(spec.partitioned_by), spec.comment
         )
 
     def alter(self, path: Path, set_: Mapping[str, str], unset: Sequence[str]) -> None:
-        self.calls.append(f"alter {path.name}")
-        state = self.tables[path]
+        self._op("alter", path)
+        state = self.states[path]
         props = {k: v for k, v in state.properties.items() if k not in unset} | dict(set_)
-        self.tables[path] = replace(state, version=state.version + 1, properties=props)
+        self.states[path] = replace(state, version=state.version + 1, properties=props)
 
     def drop(self, path: Path) -> None:
-        self.calls.append(f"drop {path.name}")
-        del self.tables[path]
+        self._op("drop", path)
+        del self.states[path]
 
 
 @dataclass
 class MemTopics:
     topics: dict[str, TopicInfo] = field(default_factory=dict)
-    offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+    offsets: dict[str, dict[int, int]] = field(default_factory=dict)  # end offsets
+    starts: dict[str, dict[int, int]] = field(default_factory=dict)  # start offsets
     unreachable: bool = False
+    fail: dict[str, BaseException] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
 
-    def _check(self, log: LogStoreSpec) -> None:
+    def _op(
+        self, op: str, log: LogStoreSpec, *, validate_only: bool = False, note: str = ""
+    ) -> None:
         if self.unreachable:
             raise BrokerError(f"cannot reach Kafka at {log.address} within 1s")
+        name = f"validate {op}" if validate_only else op
+        self.calls.append(f"{name} {log.topic}{note}")
+        if name in self.fail:
+            raise self.fail[name]
+
+    def _info(self, log: LogStoreSpec) -> TopicInfo:
+        if log.topic not in self.topics:
+            raise TopicNotFoundError(f"Kafka topic '{log.topic}' does not exist")
+        return self.topics[log.topic]
 
     def describe(self, log: LogStoreSpec) -> TopicInfo | None:
-        self._check(log)
+        if self.unreachable:
+            raise BrokerError(f"cannot reach Kafka at {log.address} within 1s")
+        if "describe" in self.fail:
+            raise self.fail["describe"]
         return self.topics.get(log.topic)
 
     def create(
-        self, log: LogStoreSpec, partitions: int, replication: int, configs: Mapping[str, str]
+        self,
+        log: LogStoreSpec,
+        partitions: int,
+        replication: int,
+        configs: Mapping[str, str],
+        *,
+        validate_only: bool = False,
     ) -> None:
-        self._check(log)
-        self.calls.append(f"create {log.topic}")
-        self.topics[log.topic] = TopicInfo(log.topic, partitions, replication, dict(configs))
+        self._op("create", log, validate_only=validate_only)
+        if log.topic in self.topics:
+            raise TopicExistsError(f"Kafka topic '{log.topic}' already exists")
+        if not validate_only:
+            self.topics[log.topic] = TopicInfo(log.topic, partitions, replication, dict(configs))
 
-    def add_partitions(self, log: LogStoreSpec, total: int) -> None:
-        self._check(log)
-        self.calls.append(f"add-partitions {log.topic} {total}")
-        self.topics[log.topic] = replace(self.topics[log.topic], partitions=total)
+    def add_partitions(self, log: LogStoreSpec, total: int, *, validate_only: bool = False) -> None:
+        self._op("add-partitions", log, validate_only=validate_only, note=f" {total}")
+        info = self._info(log)
+        if total <= info.partitions:
+            raise TopicSpecError(
+                f"cannot add partitions to '{log.topic}': it has {info.partitions} already"
+            )
+        if not validate_only:
+            self.topics[log.topic] = replace(info, partitions=total)
 
     def alter_configs(
-        self, log: LogStoreSpec, set_: Mapping[str, str], delete: Sequence[str]
+        self,
+        log: LogStoreSpec,
+        set_: Mapping[str, str],
+        delete: Sequence[str],
+        *,
+        validate_only: bool = False,
     ) -> None:
-        self._check(log)
-        self.calls.append(f"alter-configs {log.topic}")
-        info = self.topics[log.topic]
-        configs = {k: v for k, v in info.configs.items() if k not in delete} | dict(set_)
-        self.topics[log.topic] = replace(info, configs=configs)
+        self._op("alter-configs", log, validate_only=validate_only)
+        info = self._info(log)
+        if not validate_only:
+            configs = {k: v for k, v in info.configs.items() if k not in delete} | dict(set_)
+            self.topics[log.topic] = replace(info, configs=configs)
 
     def delete(self, log: LogStoreSpec) -> None:
-        self._check(log)
-        self.calls.append(f"delete {log.topic}")
+        self._op("delete", log)
         self.topics.pop(log.topic, None)
 
     def end_offsets(self, log: LogStoreSpec) -> dict[int, int]:
-        self._check(log)
-        info = self.topics[log.topic]
+        if self.unreachable:
+            raise BrokerError(f"cannot reach Kafka at {log.address} within 1s")
+        info = self._info(log)
         return self.offsets.get(log.topic, dict.fromkeys(range(info.partitions), 0))
+
+    def start_offsets(self, log: LogStoreSpec) -> dict[int, int]:
+        info = self._info(log)
+        return self.starts.get(log.topic, dict.fromkeys(range(info.partitions), 0))

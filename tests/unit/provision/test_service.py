@@ -1,18 +1,24 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from logstore_cli.catalog import warehouse as wh
+from logstore_cli.catalog.tables import StoredTable, spec_from_delta
 from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.errors import (
+    BrokerError,
     InvalidInputError,
     LogstoreError,
     TableConflictError,
     TableExistsError,
+    TopicInUseError,
+    TopicSpecError,
 )
-from logstore_cli.kafka.admin import TopicInfo
+from logstore_cli.kafka.types import TopicInfo
 from logstore_cli.model import TableSpec
 from logstore_cli.provision import service
 from logstore_cli.provision.plan import Step
@@ -53,9 +59,9 @@ def test_create_makes_topic_then_delta_with_self_describing_properties(stores: S
     plans = service.create_tables([spec()], WH, stores, dry_run=False)
     delta, topics = _mem(stores)
     assert [p.delta for p in plans] == [Step.CREATE]
-    assert topics.calls == ["create orders_log"]
+    assert topics.calls == ["validate create orders_log", "create orders_log"]
     assert topics.topics["orders_log"] == TopicInfo("orders_log", 3, 1, {"retention.ms": "3600000"})
-    state = delta.tables[WH / "db" / "orders"]
+    state = delta.states[WH / "db" / "orders"]
     assert state.properties[wh.CDF] == "true"
     assert state.properties[wh.P_PRIMARY_KEY] == "id"
     assert state.properties["log-store.topic"] == "orders_log"
@@ -70,7 +76,9 @@ def test_dry_run_touches_nothing(stores: Stores) -> None:
     plans = service.create_tables([spec()], WH, stores, dry_run=True)
     delta, topics = _mem(stores)
     assert plans[0].to_json()["topic"]["action"] == "create"
-    assert delta.calls == [] and topics.calls == []
+    # the broker is asked to validate the topic, nothing is changed
+    assert delta.calls == [] and topics.calls == ["validate create orders_log"]
+    assert topics.topics == {}
 
 
 def test_existing_identical_table(stores: Stores) -> None:
@@ -82,7 +90,7 @@ def test_existing_identical_table(stores: Stores) -> None:
     assert plans[0].is_noop
     ddl_flag = spec(DDL.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS"))
     assert service.create_tables([ddl_flag], WH, stores)[0].is_noop
-    assert _mem(stores)[1].calls == ["create orders_log"]
+    assert _mem(stores)[1].calls == ["validate create orders_log", "create orders_log"]
 
 
 def test_existing_different_table_is_a_conflict_showing_the_difference(stores: Stores) -> None:
@@ -105,17 +113,17 @@ def test_precreated_identical_topic_is_used(stores: Stores) -> None:
 
 def test_delta_failure_removes_the_topic_this_call_created(stores: Stores) -> None:
     delta, topics = _mem(stores)
-    delta.fail_create = LogstoreError("disk on fire")
+    delta.fail["create"] = LogstoreError("disk on fire")
     with pytest.raises(LogstoreError, match="disk on fire"):
         service.create_tables([spec()], WH, stores)
-    assert topics.calls == ["create orders_log", "delete orders_log"]
-    assert topics.topics == {} and delta.tables == {}
+    assert topics.calls == ["validate create orders_log", "create orders_log", "delete orders_log"]
+    assert topics.topics == {} and delta.states == {}
 
 
 def test_delta_failure_keeps_a_topic_that_existed_before(stores: Stores) -> None:
     delta, topics = _mem(stores)
     topics.topics["orders_log"] = TopicInfo("orders_log", 3, 1, {"retention.ms": "3600000"})
-    delta.fail_create = LogstoreError("disk on fire")
+    delta.fail["create"] = LogstoreError("disk on fire")
     with pytest.raises(LogstoreError):
         service.create_tables([spec()], WH, stores)
     assert "orders_log" in topics.topics and topics.calls == []
@@ -127,7 +135,7 @@ def test_a_refused_table_stops_the_whole_input_before_anything_is_made(stores: S
     other = spec(DDL.replace("db.orders", "db.other").replace("orders_log", "other_log"))
     with pytest.raises(TableExistsError):
         service.create_tables([other, spec()], WH, stores)
-    assert "other_log" not in topics.topics and WH / "db" / "other" not in delta.tables
+    assert "other_log" not in topics.topics and WH / "db" / "other" not in delta.states
 
 
 def test_duplicate_table_in_input(stores: Stores) -> None:
@@ -136,20 +144,27 @@ def test_duplicate_table_in_input(stores: Stores) -> None:
 
 
 def test_location_and_or_replace_are_refused(stores: Stores) -> None:
-    from dataclasses import replace
-
     with pytest.raises(InvalidInputError, match="LOCATION is not supported"):
         service.create_tables([replace(spec(), location="/x")], WH, stores)
     with pytest.raises(InvalidInputError, match="OR REPLACE"):
         service.create_tables([replace(spec(), or_replace=True)], WH, stores)
 
 
-def _stored(stores: Stores, name: str = "db.orders") -> service.StoredTable:
+def _stored(stores: Stores, name: str = "db.orders") -> StoredTable:
     delta, _ = _mem(stores)
-    db, table = wh.split_name(name)
+    db, table = name.split(".")
     ref = wh.TableRef(db, table, WH / db / table)
-    state = delta.tables[ref.path]
-    return service.StoredTable(ref, state, service.spec_from_delta(ref, state, None))
+    state = delta.states[ref.path]
+    return StoredTable(ref, state, spec_from_delta(ref, state, None))
+
+
+def _alter(stores: Stores, set_: dict[str, str], unset: list[str] | None = None, **kw: Any) -> Any:
+    return service.alter_table(_stored(stores), stores, set_, unset or [], warehouse=WH, **kw)
+
+
+def _drop(stores: Stores, name: str = "db.orders", **kw: Any) -> service.DropResult:
+    stored = _stored(stores, name)
+    return service.drop_table(stored.ref, stored.spec, stores, warehouse=WH, **kw)
 
 
 def test_spec_round_trips_through_delta_properties(stores: Stores) -> None:
@@ -167,30 +182,26 @@ def test_spec_round_trips_through_delta_properties(stores: Stores) -> None:
 def test_alter_turns_log_store_off_and_on(stores: Stores) -> None:
     delta, topics = _mem(stores)
     service.create_tables([spec()], WH, stores)
-    off = service.alter_table(_stored(stores), stores, {"log-store.enabled": "false"}, [])
+    off = _alter(stores, {"log-store.enabled": "false"}, [])
     assert off.topic == service.TopicChange("orders_log", "keep")
     assert "orders_log" in topics.topics
     assert (
-        service.spec_from_delta(
-            _stored(stores).ref, delta.tables[WH / "db" / "orders"], None
-        ).log_store
+        spec_from_delta(_stored(stores).ref, delta.states[WH / "db" / "orders"], None).log_store
         is None
     )
 
     topics.topics.clear()
-    on = service.alter_table(_stored(stores), stores, {"log-store.enabled": "true"}, [])
+    on = _alter(stores, {"log-store.enabled": "true"}, [])
     assert on.topic and on.topic.action == "create"
     assert topics.topics["orders_log"].partitions == 3
 
-    grown = service.alter_table(_stored(stores), stores, {"log.system.partitions": "5"}, [])
+    grown = _alter(stores, {"log.system.partitions": "5"}, [])
     assert grown.topic and grown.topic.action == "add-partitions"
     assert topics.topics["orders_log"].partitions == 5
     with pytest.raises(TableConflictError, match="cannot reduce"):
-        service.alter_table(_stored(stores), stores, {"log.system.partitions": "2"}, [])
+        _alter(stores, {"log.system.partitions": "2"}, [])
 
-    gone = service.alter_table(
-        _stored(stores), stores, {}, ["log-store.enabled"], delete_topic=True
-    )
+    gone = _alter(stores, {}, ["log-store.enabled"], delete_topic=True)
     assert gone.topic == service.TopicChange("orders_log", "delete")
     assert "orders_log" not in topics.topics
 
@@ -198,9 +209,7 @@ def test_alter_turns_log_store_off_and_on(stores: Stores) -> None:
 def test_alter_changes_topic_configs_of_an_existing_topic(stores: Stores) -> None:
     _, topics = _mem(stores)
     service.create_tables([spec()], WH, stores)
-    result = service.alter_table(
-        _stored(stores), stores, {"log.topic.cleanup.policy": "compact"}, ["log.topic.retention.ms"]
-    )
+    result = _alter(stores, {"log.topic.cleanup.policy": "compact"}, ["log.topic.retention.ms"])
     assert result.topic is not None
     assert result.topic.to_json() == {
         "name": "orders_log",
@@ -212,24 +221,22 @@ def test_alter_changes_topic_configs_of_an_existing_topic(stores: Stores) -> Non
     }
     assert topics.topics["orders_log"].configs == {"cleanup.policy": "compact"}
     # the same change again asks nothing of the topic
-    again = service.alter_table(
-        _stored(stores), stores, {"log.topic.cleanup.policy": "compact"}, []
-    )
-    assert again.topic is not None and not again.topic.configs_set
+    again = _alter(stores, {"log.topic.cleanup.policy": "compact"}, [])
+    assert again.topic is None  # nothing about the topic changed
     assert topics.calls.count("alter-configs orders_log") == 1
 
 
 def test_alter_refuses_bad_changes(stores: Stores) -> None:
     service.create_tables([spec()], WH, stores)
     with pytest.raises(InvalidInputError, match="secret"):
-        service.alter_table(_stored(stores), stores, {"properties.sasl.password": "pw"}, [])
+        _alter(stores, {"properties.sasl.password": "pw"}, [])
     with pytest.raises(InvalidInputError, match="managed by logstore"):
-        service.alter_table(_stored(stores), stores, {"logstore.primary-key": "name"}, [])
+        _alter(stores, {"logstore.primary-key": "name"}, [])
     with pytest.raises(InvalidInputError, match="not a property"):
-        service.alter_table(_stored(stores), stores, {}, ["no.such.key"])
+        _alter(stores, {}, ["no.such.key"])
     with pytest.raises(LogstoreError):  # validated like DDL
-        service.alter_table(_stored(stores), stores, {"log.consistency": "sometimes"}, [])
-    version = _mem(stores)[0].tables[WH / "db" / "orders"].version
+        _alter(stores, {"log.consistency": "sometimes"}, [])
+    version = _mem(stores)[0].states[WH / "db" / "orders"].version
     assert version == 0  # nothing was applied
 
 
@@ -238,26 +245,258 @@ def test_drop_with_topic_and_unreachable_broker_keeps_table(stores: Stores) -> N
     service.create_tables([spec()], WH, stores)
     topics.unreachable = True
     with pytest.raises(LogstoreError, match="cannot reach Kafka"):
-        service.drop_table(_stored(stores), stores, delete_topic=True)
-    assert WH / "db" / "orders" in delta.tables
+        _drop(stores, delete_topic=True)
+    assert WH / "db" / "orders" in delta.states
     topics.unreachable = False
-    result = service.drop_table(_stored(stores), stores, delete_topic=True)
-    assert result["topic"] == {"name": "orders_log", "deleted": True}
-    assert delta.tables == {} and topics.topics == {}
+    result = _drop(stores, delete_topic=True)
+    assert result.to_json()["topic"] == {"name": "orders_log", "deleted": True}
+    assert delta.states == {} and topics.topics == {}
 
 
-def test_describe_redacts_and_reports_offsets(stores: Stores) -> None:
+# ------------------------------------------------------------------------ one topic, one table
+
+OTHER = DDL.replace("db.orders", "db.other")
+
+
+def test_create_validates_every_topic_with_the_broker_before_anything_is_made(
+    stores: Stores,
+) -> None:
+    delta, topics = _mem(stores)
+    topics.fail["validate create"] = TopicSpecError("bad topic config")
+    with pytest.raises(TopicSpecError):
+        service.create_tables([spec()], WH, stores)
+    assert topics.topics == {} and delta.calls == []
+
+
+def test_a_topic_another_table_uses_is_refused(stores: Stores) -> None:
+    delta, _ = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    with pytest.raises(TopicInUseError, match=r"'orders_log' is the log of table 'db\.orders'"):
+        service.create_tables([spec(OTHER)], WH, stores)
+    with pytest.raises(TopicInUseError, match="is the log of table"):
+        service.create_tables([spec(OTHER)], WH, stores, adopt_topic=True)
+    assert WH / "db" / "other" not in delta.states
+
+
+def test_one_topic_for_two_tables_of_one_input_is_refused(stores: Stores) -> None:
+    with pytest.raises(TopicInUseError, match=r"db\.orders"):
+        service.create_tables([spec(), spec(OTHER)], WH, stores)
+    assert _mem(stores)[1].calls == []
+
+
+def test_a_topic_holding_records_needs_adopt_topic_and_the_adoption_is_recorded(
+    stores: Stores,
+) -> None:
+    delta, topics = _mem(stores)
+    topics.topics["orders_log"] = TopicInfo("orders_log", 3, 1, {"retention.ms": "3600000"})
+    topics.offsets["orders_log"] = {0: 4, 1: 0, 2: 2}
+    topics.starts["orders_log"] = {0: 1, 1: 0, 2: 0}
+    with pytest.raises(TableConflictError, match="holds 5 records") as info:
+        service.create_tables([spec()], WH, stores)
+    assert info.value.hint and "--adopt-topic" in info.value.hint
+    assert delta.states == {}
+    service.create_tables([spec()], WH, stores, adopt_topic=True)
+    props = delta.states[WH / "db" / "orders"].properties
+    assert props[wh.P_ADOPTED_TOPIC] == '{"0":4,"1":0,"2":2}'
+    assert "orders_log" in topics.topics and not any("create" in c for c in topics.calls)
+
+
+def test_an_orphan_topic_that_differs_says_how_to_fix_it(stores: Stores) -> None:
+    _, topics = _mem(stores)
+    topics.topics["orders_log"] = TopicInfo("orders_log", 1, 1, {})
+    with pytest.raises(TableConflictError, match="used by no table") as info:
+        service.create_tables([spec()], WH, stores)
+    assert info.value.hint and "--delete --topic orders_log" in info.value.hint
+    assert "partitions: declared 3, existing 1" in (info.value.detail or "")
+
+
+def test_multi_table_create_failing_part_way_says_what_was_created(stores: Stores) -> None:
+    delta, _ = _mem(stores)
+    tables = [
+        spec(DDL.replace("db.orders", f"db.t{i}").replace("orders_log", f"log{i}"))
+        for i in range(3)
+    ]
+    original = delta.create
+
+    def create_twice(path: Path, *args: Any) -> None:
+        if path.name == "t1":
+            raise LogstoreError("disk full")
+        original(path, *args)
+
+    delta.create = create_twice  # type: ignore[method-assign]
+    with pytest.raises(LogstoreError, match="disk full") as info:
+        service.create_tables(tables, WH, stores)
+    assert "created: db.t0; not created: db.t1, db.t2" in (info.value.detail or "")
+
+
+@pytest.mark.parametrize(
+    ("change", "difference"),
+    [
+        (("name STRING,", ""), "column name: declared missing, existing string"),
+        (("amount DECIMAL(10,2)", "amount DECIMAL(10,2), extra INT"), "column extra: declared int"),
+        (("name STRING", "name STRING NOT NULL"), "column name nullability: declared NOT NULL"),
+        (("PRIMARY KEY (id)", "PRIMARY KEY (id, name)"), "primary key: declared (id, name)"),
+        ((") WITH (", ") PARTITIONED BY (name) WITH ("), "partitioning: declared (name)"),
+        (("'3'", "'4'"), "topic orders_log partitions: declared 4, existing 3"),
+        (("'log.system.partitions'", "'log.system.replication' = '3', 'log.system.partitions'"),
+         "topic orders_log replication: declared 3, existing 1"),
+        (("'3600000'", "'60000'"), "topic orders_log config retention.ms: declared 60000"),
+    ],
+)  # fmt: skip
+def test_every_kind_of_difference_is_reported(
+    stores: Stores, change: tuple[str, str], difference: str
+) -> None:
+    service.create_tables([spec()], WH, stores)
+    assert change[0] in DDL
+    with pytest.raises(TableConflictError) as info:
+        service.create_tables([spec(DDL.replace(*change))], WH, stores, if_not_exists=True)
+    assert difference in (info.value.detail or "")
+
+
+# ------------------------------------------------------------------------------ alter write order
+
+
+def test_a_delta_only_change_needs_no_broker(stores: Stores) -> None:
+    delta, topics = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    topics.unreachable = True
+    result = _alter(stores, {"owner": "team-a"}, [])
+    assert result.topic is None
+    assert delta.states[WH / "db" / "orders"].properties["owner"] == "team-a"
+
+
+def test_a_topic_change_the_broker_refuses_changes_nothing(stores: Stores) -> None:
+    delta, topics = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    topics.fail["validate alter-configs"] = TopicSpecError("unknown config bogus")
+    with pytest.raises(TopicSpecError):
+        _alter(stores, {"log.topic.bogus": "1"}, [])
+    assert delta.states[WH / "db" / "orders"].version == 0
+    assert topics.topics["orders_log"].configs == {"retention.ms": "3600000"}
+    topics.fail = {"validate add-partitions": TopicSpecError("too many partitions")}
+    with pytest.raises(TopicSpecError):
+        _alter(stores, {"log.system.partitions": "99999"}, [])
+    assert delta.states[WH / "db" / "orders"].version == 0
+
+
+def test_a_failed_delta_change_removes_the_topic_it_created(stores: Stores) -> None:
+    delta, topics = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    _alter(stores, {"log-store.enabled": "false"}, [], delete_topic=True)
+    delta.fail["alter"] = LogstoreError("Delta commit failed")
+    with pytest.raises(LogstoreError, match="Delta commit failed") as info:
+        _alter(stores, {"log-store.enabled": "true"}, [])
+    assert "orders_log" not in topics.topics
+    assert topics.calls[-2:] == ["create orders_log", "delete orders_log"]
+    assert "nothing was changed" in (info.value.detail or "")
+
+
+def test_a_failed_rollback_is_reported_exactly(stores: Stores) -> None:
+    delta, topics = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    _alter(stores, {"log-store.enabled": "false"}, [], delete_topic=True)
+    delta.fail["alter"] = LogstoreError("Delta commit failed")
+    topics.fail["delete"] = BrokerError("broker went away")
+    with pytest.raises(LogstoreError, match="Delta commit failed") as info:
+        _alter(stores, {"log-store.enabled": "true"}, [])
+    detail = info.value.detail or ""
+    assert "created topic 'orders_log' (undoing it failed: broker went away)" in detail
+
+
+def test_a_topic_step_failing_after_the_delta_change_sets_the_properties_back(
+    stores: Stores,
+) -> None:
+    delta, topics = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    path = WH / "db" / "orders"
+    before = dict(delta.states[path].properties)
+    topics.fail["alter-configs"] = BrokerError("lost the controller")
+    with pytest.raises(BrokerError) as info:
+        _alter(stores, {"log.system.partitions": "5", "log.topic.cleanup.policy": "compact"}, [])
+    assert delta.states[path].properties == before  # set back
+    detail = info.value.detail or ""
+    assert "topic 'orders_log' now has 5 partitions (cannot be undone)" in detail
+    assert "changed the properties" not in detail  # that one was undone
+
+
+def test_managed_keys_cannot_be_changed_or_removed(stores: Stores) -> None:
+    service.create_tables([spec()], WH, stores)
+    for set_, unset in (
+        ({}, ["logstore.primary-key"]),
+        ({"logstore.name": "x"}, []),
+        ({wh.CDF: "false"}, []),
+        ({}, [wh.CDF]),
+    ):
+        with pytest.raises(InvalidInputError, match="managed by logstore"):
+            _alter(stores, set_, unset)
+    assert _mem(stores)[0].states[WH / "db" / "orders"].version == 0
+
+
+def test_secret_values_are_refused_whatever_the_key(stores: Stores) -> None:
+    service.create_tables([spec()], WH, stores)
+    for key, value in (("properties.sasl.password", "pw"), ("note", "user password=hunter2")):
+        with pytest.raises(InvalidInputError, match="secret"):
+            _alter(stores, {key: value}, [])
+
+
+def test_replication_of_an_existing_topic_is_not_changed(stores: Stores) -> None:
+    service.create_tables([spec()], WH, stores)
+    with pytest.raises(TableConflictError, match="replication 1"):
+        _alter(stores, {"log.system.replication": "3"}, [])
+
+
+def test_renaming_the_topic_says_what_happens_to_the_old_one(stores: Stores) -> None:
     _, topics = _mem(stores)
     service.create_tables([spec()], WH, stores)
-    topics.offsets["orders_log"] = {0: 5, 1: 0, 2: 7}
-    d = service.describe_table(_stored(stores), stores.topics)
-    assert d["topic"]["partitions"] == [
-        {"partition": 0, "end_offset": 5},
-        {"partition": 1, "end_offset": 0},
-        {"partition": 2, "end_offset": 7},
-    ]
-    assert d["secret_keys_not_stored"] == ["properties.sasl.jaas.config"]
-    assert "hunter2" not in repr(d)
-    topics.unreachable = True
-    d = service.describe_table(_stored(stores), stores.topics)
-    assert d["topic"]["error"].startswith("cannot reach Kafka")
+    kept = _alter(stores, {"log-store.topic": "orders_v2"}, [])
+    assert kept.topic is not None
+    assert (kept.topic.name, kept.topic.action) == ("orders_v2", "create")
+    assert (kept.topic.old_topic, kept.topic.old_topic_action) == ("orders_log", "keep")
+    assert "--delete-topic deletes it" in kept.topic.describe()[1]
+    assert {"orders_log", "orders_v2"} <= set(topics.topics)
+    gone = _alter(stores, {"log-store.topic": "orders_v3"}, [], delete_topic=True)
+    assert gone.topic is not None and gone.topic.old_topic_action == "delete"
+    assert "orders_v2" not in topics.topics and "orders_v3" in topics.topics
+
+
+def test_alter_refuses_a_topic_another_table_uses(stores: Stores) -> None:
+    delta, _ = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    service.create_tables([spec(OTHER.replace("orders_log", "other_log"))], WH, stores)
+    with pytest.raises(TopicInUseError, match=r"'orders_log' is the log of table 'db\.orders'"):
+        service.alter_table(
+            _stored(stores, "db.other"), stores, {"log-store.topic": "orders_log"}, [],
+            warehouse=WH,
+        )  # fmt: skip
+    assert delta.states[WH / "db" / "other"].version == 0
+
+
+def _share_topic(stores: Stores) -> None:
+    """Two tables on one topic, as an older logstore could leave them."""
+    delta, _ = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    state = delta.states[WH / "db" / "orders"]
+    delta.states[WH / "db" / "other"] = replace(state, path=WH / "db" / "other")
+
+
+def test_drop_never_deletes_a_topic_another_table_uses(stores: Stores) -> None:
+    delta, topics = _mem(stores)
+    _share_topic(stores)
+    with pytest.raises(TopicInUseError, match=r"also the log of table 'db\.other'"):
+        _drop(stores, delete_topic=True)
+    assert WH / "db" / "orders" in delta.states and "orders_log" in topics.topics
+    with pytest.raises(TopicInUseError, match=r"db\.other"):
+        _alter(stores, {"log-store.enabled": "false"}, [], delete_topic=True)
+    result = _drop(stores, delete_topic=False)
+    assert result.topic is None and "orders_log" in topics.topics
+
+
+def test_drop_of_an_uncommitted_leftover_needs_no_spec(stores: Stores) -> None:
+    delta, _ = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    ref = wh.TableRef("db", "orders", WH / "db" / "orders", committed=False)
+    with pytest.raises(InvalidInputError, match="its topic is unknown") as info:
+        service.drop_table(ref, None, stores, warehouse=WH, delete_topic=True)
+    assert info.value.hint == "drop it without --delete-topic"
+    service.drop_table(ref, None, stores, warehouse=WH, delete_topic=False)
+    assert delta.states == {}

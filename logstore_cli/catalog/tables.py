@@ -1,0 +1,249 @@
+"""Stored tables: load one, describe it, list them all, and find which tables use a topic.
+
+A table's model is rebuilt from its Delta metadata (read with delta-rs, no JVM); the results are
+frozen types with ``to_json()`` that the CLI renders. Kafka is reached only through a ``TopicReader``
+handed in by the caller, so this package imports no Kafka client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from logstore_cli.catalog import warehouse as wh
+from logstore_cli.catalog.schema import columns_from_delta_schema
+from logstore_cli.errors import LogstoreError
+from logstore_cli.kafka.types import TopicInfo
+from logstore_cli.model import ColumnSpec, LogStoreSpec, TableSpec, redact
+
+
+class TopicReader(Protocol):
+    """The read side of a topic store: all ``describe`` needs from Kafka."""
+
+    def describe(self, log: LogStoreSpec) -> TopicInfo | None: ...
+
+    def end_offsets(self, log: LogStoreSpec) -> dict[int, int]: ...
+
+
+@dataclass(frozen=True)
+class StoredTable:
+    ref: wh.TableRef
+    state: wh.DeltaState
+    spec: TableSpec
+
+
+def load_table(warehouse: Path, name: str, *, default_bootstrap: str | None = None) -> StoredTable:
+    """The table ``name`` of the warehouse, its model rebuilt from its Delta metadata."""
+    ref = wh.find_table(warehouse, name)
+    state = wh.read_delta(ref.path)
+    return StoredTable(ref, state, spec_from_delta(ref, state, default_bootstrap))
+
+
+def spec_from_delta(
+    ref: wh.TableRef, state: wh.DeltaState, default_bootstrap: str | None
+) -> TableSpec:
+    """Rebuild the table's model from its Delta metadata."""
+    props = wh.user_properties(state.properties)
+    return TableSpec(
+        database=ref.database,
+        table=ref.table,
+        columns=columns_from_delta_schema(state.schema),
+        primary_key=state.primary_key,
+        using=state.properties.get(wh.P_USING),
+        properties=props,
+        log_store=resolve_log_store(props, ref.name, default_bootstrap, state.primary_key),
+        catalog=state.properties.get(wh.P_CATALOG),
+        partitioned_by=state.partition_columns,
+        comment=state.description,
+    )
+
+
+def resolve_log_store(
+    props: Mapping[str, str],
+    name: str,
+    default_bootstrap: str | None,
+    primary_key: Sequence[str],
+) -> LogStoreSpec | None:
+    """The log store a stored table's properties declare (None when off)."""
+    from logstore_cli.ddl import ParseOptions
+    from logstore_cli.ddl.properties import resolve_log_store as resolve
+
+    options = ParseOptions(default_bootstrap_servers=default_bootstrap)
+    return resolve(dict(props), name, options, primary_key=primary_key)
+
+
+# ------------------------------------------------------------------------------------- describe
+
+
+@dataclass(frozen=True)
+class PartitionOffset:
+    partition: int
+    end_offset: int
+
+
+@dataclass(frozen=True)
+class TopicStatus:
+    """What Kafka says about a table's topic; ``error`` when it could not be asked or is missing."""
+
+    name: str
+    exists: bool | None  # None: unknown (the broker could not be asked)
+    partitions: tuple[PartitionOffset, ...] = ()
+    replication: int | None = None
+    configs: Mapping[str, str] | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if not self.exists:
+            return {"name": self.name, "exists": self.exists, "error": self.error}
+        return {
+            "name": self.name,
+            "exists": True,
+            "partitions": [
+                {"partition": p.partition, "end_offset": p.end_offset} for p in self.partitions
+            ],
+            "replication": self.replication,
+            "configs": redact(self.configs or {}),
+        }
+
+
+@dataclass(frozen=True)
+class TableDescription:
+    name: str
+    path: Path
+    version: int
+    num_files: int
+    columns: tuple[ColumnSpec, ...]
+    primary_key: tuple[str, ...]
+    partitioned_by: tuple[str, ...]
+    using: str | None
+    properties: Mapping[str, str]  # raw values: redacted by to_json and the renderers
+    secret_keys_not_stored: tuple[str, ...]
+    log_store: LogStoreSpec | None
+    topic: TopicStatus | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "delta": {"version": self.version, "num_files": self.num_files},
+            "columns": [c.to_json() for c in self.columns],
+            "primary_key": list(self.primary_key),
+            "partitioned_by": list(self.partitioned_by),
+            "using": self.using,
+            "properties": dict(sorted(redact(self.properties).items())),  # Delta keeps no order
+            "secret_keys_not_stored": list(self.secret_keys_not_stored),
+            "log_store": self.log_store.to_json() if self.log_store else None,
+            "topic": self.topic.to_json() if self.topic else None,
+        }
+
+
+def describe_table(stored: StoredTable, topics: TopicReader | None) -> TableDescription:
+    """The table as stored; with ``topics``, its topic's partitions and end offsets too."""
+    spec, state = stored.spec, stored.state
+    topic = None
+    if spec.log_store is not None and topics is not None:
+        topic = topic_status(spec.log_store, topics)
+    return TableDescription(
+        name=stored.ref.name,
+        path=stored.ref.path,
+        version=state.version,
+        num_files=state.num_files,
+        columns=spec.columns,
+        primary_key=spec.primary_key,
+        partitioned_by=spec.partitioned_by,
+        using=spec.using,
+        properties=spec.properties,
+        secret_keys_not_stored=tuple(
+            k for k in state.properties.get(wh.P_SECRET_KEYS, "").split(",") if k
+        ),
+        log_store=spec.log_store,
+        topic=topic,
+    )
+
+
+def topic_status(log: LogStoreSpec, topics: TopicReader) -> TopicStatus:
+    try:
+        info = topics.describe(log)
+        if info is None:
+            return TopicStatus(log.topic, exists=False, error="topic does not exist")
+        offsets = topics.end_offsets(log)
+    except LogstoreError as exc:
+        return TopicStatus(log.topic, exists=None, error=exc.message)
+    return TopicStatus(
+        name=info.name,
+        exists=True,
+        partitions=tuple(PartitionOffset(p, o) for p, o in sorted(offsets.items())),
+        replication=info.replication,
+        configs=dict(info.configs),
+    )
+
+
+# ----------------------------------------------------------------------------------------- list
+
+
+@dataclass(frozen=True)
+class TableListing:
+    """One row of ``list``: a readable table, or the error that keeps it from being read."""
+
+    name: str
+    path: Path
+    version: int | None = None
+    columns: int | None = None
+    primary_key: tuple[str, ...] = ()
+    log_store: LogStoreSpec | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        log = self.log_store
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "version": self.version,
+            "columns": self.columns,
+            "primary_key": list(self.primary_key),
+            "log_store": None
+            if log is None
+            else {"topic": log.topic, "consistency": log.consistency.value},
+            "error": self.error,
+        }
+
+
+def list_tables(warehouse: Path, *, default_bootstrap: str | None = None) -> list[TableListing]:
+    """Every table of the warehouse; one that cannot be read is a row with its error."""
+    rows = []
+    for ref in wh.list_tables(warehouse):
+        if not ref.committed:
+            rows.append(
+                TableListing(
+                    ref.name,
+                    ref.path,
+                    error="no committed Delta version (an interrupted create-table left it); "
+                    f"remove it with 'logstore drop-table {ref.name} --yes'",
+                )
+            )
+            continue
+        try:
+            state = wh.read_delta(ref.path)
+        except LogstoreError as exc:  # one bad table must not hide the others
+            rows.append(TableListing(ref.name, ref.path, error=exc.message))
+            continue
+        props = wh.user_properties(state.properties)
+        try:
+            log_spec = resolve_log_store(props, ref.name, default_bootstrap, state.primary_key)
+            problem = None
+        except LogstoreError as exc:
+            log_spec, problem = None, exc.message
+        rows.append(
+            TableListing(
+                name=ref.name,
+                path=ref.path,
+                version=state.version,
+                columns=len(state.schema["fields"]),
+                primary_key=state.primary_key,
+                log_store=log_spec,
+                error=problem,
+            )
+        )
+    return rows
