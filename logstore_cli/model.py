@@ -108,7 +108,7 @@ class FrozenMap(Mapping[str, str]):
 
 
 class Consistency(StrEnum):
-    """What a log reader sees (design §3)."""
+    """What a log reader sees (docs/design.md §6.4)."""
 
     COMMITTED = (
         "committed"  # exactly-once: only epochs the Delta commit confirmed (Paimon transactional)

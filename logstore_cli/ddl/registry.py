@@ -1,4 +1,4 @@
-"""The one registry of table properties logstore knows, in both vocabularies (design §2).
+"""The one registry of table properties logstore knows, in both vocabularies (docs/design.md §4).
 
 The parser's validator, ``logstore properties`` and the README's property reference all read this
 list; ``scripts/gen_property_docs.py`` writes the README table from ``markdown_table()`` and a unit

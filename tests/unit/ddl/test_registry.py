@@ -1,4 +1,4 @@
-"""The property registry: coverage of design §2, lookups, and the README kept in sync."""
+"""The property registry: coverage of docs/design.md §4, lookups, and the README kept in sync."""
 
 from __future__ import annotations
 
