@@ -1,0 +1,105 @@
+"""The warehouse layout: names become paths only inside the warehouse; leftovers are recognised."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logstore_cli.catalog import warehouse as wh
+from logstore_cli.errors import InvalidInputError, TableNotFoundError, WarehouseError
+from logstore_cli.names import TableName, parse_table_name
+
+
+def _commit(path: Path, version: int = 0) -> Path:
+    (path / "_delta_log").mkdir(parents=True, exist_ok=True)
+    (path / "_delta_log" / f"{version:020d}.json").write_text("{}\n")
+    return path
+
+
+def _leftover(path: Path) -> Path:
+    staged = path / "_delta_log" / "_staged_commits"
+    staged.mkdir(parents=True)
+    (staged / "00000000000000000000.uuid.json").write_text("{}\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["/some/dir.tbl", "`/abs/dir`.t", "`.`.`.`", "db.`a/b`", "db.`..`", "db.`a\\b`", "db.`a\x01`",
+     "a.b.c.d", "db.", ".t", "db.`-x`", "db.`x y`"],
+)  # fmt: skip
+def test_hostile_names_are_input_errors_naming_the_rule(name: str) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        parse_table_name(name)
+    assert info.value.exit_code == 2
+    assert "table name" in info.value.message
+
+
+def test_names_with_one_two_and_three_parts() -> None:
+    assert parse_table_name("t") == TableName("default", "t")
+    assert parse_table_name("db.t") == TableName("db", "t")
+    assert parse_table_name("cat.db.t") == TableName("db", "t", "cat")
+    assert parse_table_name("`my-db`.`t_1`") == TableName("my-db", "t_1")
+
+
+def test_four_parts_are_refused_not_truncated(tmp_path: Path) -> None:
+    _commit(tmp_path / "c" / "d")
+    with pytest.raises(InvalidInputError, match="has 4 parts"):
+        wh.find_table(tmp_path, "a.b.c.d")
+
+
+def test_table_path_stays_inside_the_warehouse(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    warehouse.mkdir()
+    (warehouse / "db").symlink_to(outside)  # a planted link must not redirect writes
+    with pytest.raises(WarehouseError, match="not inside the warehouse"):
+        wh.table_path(warehouse, TableName("db", "t"))
+    assert wh.table_path(warehouse, TableName("ok", "t")) == warehouse / "ok" / "t"
+
+
+def test_contained_refuses_the_warehouse_itself_and_escapes(tmp_path: Path) -> None:
+    with pytest.raises(WarehouseError):
+        wh.contained(tmp_path, tmp_path)
+    with pytest.raises(WarehouseError):
+        wh.contained(tmp_path, tmp_path / "db" / ".." / "..")
+    assert wh.contained(tmp_path, tmp_path / "db" / "t") == tmp_path / "db" / "t"
+
+
+def test_uncommitted_leftover_is_listed_and_found_only_for_drop(tmp_path: Path) -> None:
+    _commit(tmp_path / "db" / "good")
+    _leftover(tmp_path / "db" / "half")
+    refs = wh.list_tables(tmp_path)
+    assert [(r.name, r.committed) for r in refs] == [("db.good", True), ("db.half", False)]
+    with pytest.raises(TableNotFoundError, match="no committed Delta version") as info:
+        wh.find_table(tmp_path, "db.half")
+    assert info.value.hint and "logstore drop-table db.half --yes" in info.value.hint
+    assert wh.find_table(tmp_path, "db.half", uncommitted=True).committed is False
+    assert wh.is_uncommitted_leftover(tmp_path / "db" / "half")
+    assert not wh.is_uncommitted_leftover(tmp_path / "db" / "good")
+
+
+def test_committed_versions_are_commit_files_or_checkpoints(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    (table / "_delta_log").mkdir(parents=True)
+    assert not wh.has_committed_version(table)
+    (table / "_delta_log" / "_last_checkpoint").write_text("{}")
+    assert wh.has_committed_version(table)
+
+
+def test_list_passes_over_what_is_not_logstore_s(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    _commit(warehouse / "db" / "t")
+    _commit(warehouse / "db" / "odd.name")  # not a valid table name: never one of ours
+    _commit(tmp_path / "elsewhere" / "x")
+    (warehouse / "linked").symlink_to(tmp_path / "elsewhere")  # resolves outside
+    assert [r.name for r in wh.list_tables(warehouse)] == ["db.t"]
+
+
+def test_not_found_suggests_near_names(tmp_path: Path) -> None:
+    _commit(tmp_path / "db" / "orders")
+    with pytest.raises(TableNotFoundError) as info:
+        wh.find_table(tmp_path, "db.order")
+    assert info.value.hint == "did you mean 'db.orders'?"
