@@ -61,6 +61,9 @@ class Config:
 
 DEFAULTS = Config()
 CONFIG_ENV = "LOGSTORE_CONFIG"
+# The README's settings table (``markdown_table``) sits between these markers.
+README_BEGIN = "<!-- config:begin -->"
+README_END = "<!-- config:end -->"
 
 
 class Uses(enum.Enum):
@@ -140,7 +143,7 @@ class Setting:
     metavar: str | None = None
     example: str = ""  # a valid flag value, for hints
     default_help: str | None = None  # describes a default of None (computed at run time)
-    # A flag for a table adds its pairs to the table (the file's [spark.conf] keeps the others).
+    # A table value adds to the table, so '--conf k=v' keeps the file's other [spark.conf] keys.
     merge: bool = False
 
     @property
@@ -226,7 +229,7 @@ def load_file(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # Windows editors may add a byte order mark
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{path}: config file is not UTF-8 text (byte {exc.start}: "
@@ -278,17 +281,31 @@ def markdown_table() -> str:
     def code(text: str | None) -> str:
         return f"`{text}`" if text else ""
 
+    def prose(text: str) -> str:  # help text is plain: keep '<dir>' and 'local[*]' literal
+        return "".join(f"\\{c}" if c in "<>*_|[]" else c for c in text)
+
+    def row(*cells: str) -> str:
+        return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"
+
     rows = [
-        "| key | env | flag | default | meaning |",
+        row("key", "env", "flag", "default", "meaning"),
         "|---|---|---|---|---|",
-        f"| (the file itself) | `{CONFIG_ENV}` | `--config` | none | TOML config file |",
+        row("(the file itself)", code(CONFIG_ENV), "`--config`", "none", "TOML config file"),
     ]
     for s in SETTINGS:
-        key = f"`{s.key}`" + (" (table)" if isinstance(s.default, Mapping) else "")
+        key = code(s.key) + (" (table)" if isinstance(s.default, Mapping) else "")
         flag = code(f"{s.flag} {s.metavar}" if s.merge else s.flag)
-        default = s.default_help if s.default is None else code(s.default_text)
-        rows.append(f"| {key} | {code(s.env)} | {flag} | {default or 'none'} | {s.help} |")
+        default = prose(s.default_help or "") if s.default is None else code(s.default_text)
+        rows.append(row(key, code(s.env), flag, default or "none", prose(s.help)))
     return "\n".join(rows)
+
+
+def update_readme(readme: str) -> str:
+    """``readme`` with the text between the config markers replaced by ``markdown_table()``."""
+    begin, end = readme.find(README_BEGIN), readme.find(README_END)
+    if begin < 0 or end < begin:
+        raise ValueError(f"the README needs the markers {README_BEGIN} and {README_END}, in order")
+    return f"{readme[: begin + len(README_BEGIN)]}\n{markdown_table()}\n{readme[end:]}"
 
 
 def _unknown(key: str, where: str) -> ConfigError:

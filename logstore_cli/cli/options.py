@@ -40,17 +40,16 @@ def setting_option(setting: Setting) -> Any:
     """The Typer option of one declared setting: its flag, help, env var and code default.
 
     Values arrive as raw text and are checked by ``config.resolve`` like the file's and the env's,
-    so a bad value reads the same whichever way it came. The env var and the default are given to Typer
-    for the help only: ``config.resolve`` reads the environment itself (to name it in errors) and
-    applies the defaults, beneath the file.
+    so a bad value reads the same whichever way it came. The env var and the default are given to
+    Typer for the help only: ``config.resolve`` reads the environment itself (to name it in errors)
+    and applies the defaults, beneath the file; ``config_options`` passes on command-line values only.
     """
     assert setting.flag, setting.key
-    literal = setting.default is not None and not setting.merge
     option = typer.Option(
         setting.flag,
         help=setting.help,
         envvar=setting.env,
-        show_default=True if literal else (setting.default_help or False),
+        show_default=_literal_default(setting) is not None or (setting.default_help or False),
         metavar=setting.metavar,
         rich_help_panel=CONFIG_PANEL,
     )
@@ -94,7 +93,7 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
                 inspect.Parameter(
                     _PREFIX + s.name,
                     inspect.Parameter.KEYWORD_ONLY,
-                    default=s.default_text if s.default is not None and not s.merge else None,
+                    default=_literal_default(s),
                     annotation=setting_option(s),
                 )
                 for s in chosen
@@ -118,6 +117,11 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
         return run
 
     return decorate
+
+
+def _literal_default(setting: Setting) -> str | None:
+    """The code's default as flag text (None when it is computed at run time, or a table)."""
+    return None if setting.default is None or setting.merge else setting.default_text
 
 
 def _given(context: typer.Context, param: str) -> bool:
