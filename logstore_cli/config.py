@@ -16,13 +16,14 @@ import difflib
 import enum
 import math
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from logstore_cli.errors import ConfigError
+from logstore_cli.model import is_secret_key, is_secret_value
 
 # librdkafka's socket.timeout.ms allows at most 300000: a longer Kafka timeout cannot be honoured.
 MAX_KAFKA_TIMEOUT_S = 300.0
@@ -76,11 +77,12 @@ class Uses(enum.Enum):
 
 
 class _Invalid(Exception):
-    """A value a converter rejects; carries what would be valid."""
+    """A value a converter rejects: what would be valid, and what was given when not its repr."""
 
-    def __init__(self, valid: str) -> None:
+    def __init__(self, valid: str, got: str | None = None) -> None:
         super().__init__(valid)
         self.valid = valid
+        self.got = got
 
 
 def _text(value: object) -> str:
@@ -105,20 +107,24 @@ def _seconds(value: object) -> float:
 
 
 def _table(value: object) -> Mapping[str, str]:
-    """A TOML table of scalars, or the repeated ``KEY=VALUE`` strings of a flag."""
+    """A TOML table of scalars, or the repeated ``KEY=VALUE`` strings of a flag.
+
+    Errors name keys and kinds, never values: ``kafka.client`` holds passwords.
+    """
     valid = "a table of key = value pairs (strings, numbers or booleans)"
     if isinstance(value, Mapping):
         items = list(value.items())
-    elif isinstance(value, Sequence) and not isinstance(value, str):
+    elif isinstance(value, list | tuple):
         valid = "KEY=VALUE"
         items = []
-        for pair in value:
-            key, sep, val = str(pair).partition("=")
+        for pair in map(str, value):
+            key, sep, val = pair.partition("=")
             if not sep or not key.strip():
-                raise _Invalid(valid)
+                secret = is_secret_key(pair) or is_secret_value(pair)
+                raise _Invalid(valid, "a value without '='" if secret else repr(pair))
             items.append((key.strip(), val.strip()))
     else:
-        raise _Invalid(valid)
+        raise _Invalid(valid, f"a {_kind(value)}")
     out: dict[str, str] = {}
     for key, val in items:
         if isinstance(val, bool):
@@ -126,8 +132,19 @@ def _table(value: object) -> Mapping[str, str]:
         elif isinstance(val, str | int | float):
             out[str(key)] = str(val)
         else:
-            raise _Invalid(valid)
+            raise _Invalid(valid, f"a {_kind(val)} for '{key}'")
     return _frozen(out)
+
+
+def _kind(value: object) -> str:
+    """A value's TOML kind, for messages that must not show the value."""
+    if isinstance(value, Mapping):
+        return "table"
+    if isinstance(value, list | tuple):
+        return "list"
+    return {bool: "boolean", str: "string", int: "number", float: "number"}.get(
+        type(value), type(value).__name__
+    )
 
 
 @dataclass(frozen=True)
@@ -345,7 +362,8 @@ def _apply(cfg: Config, setting: Setting, value: object, where: str, hint: str) 
     try:
         converted = setting.convert(value)
     except _Invalid as bad:
-        raise ConfigError(f"{where} must be {bad.valid}, got {value!r}", hint=hint) from None
+        got = repr(value) if bad.got is None else bad.got
+        raise ConfigError(f"{where} must be {bad.valid}, got {got}", hint=hint) from None
     if setting.merge:
         converted = _frozen({**setting_value(cfg, setting), **converted})
     updated: Config = _with(cfg, setting.key.split("."), converted)

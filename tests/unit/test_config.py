@@ -122,8 +122,25 @@ def test_timeout_bounds_are_inclusive_at_the_top() -> None:
 
 
 def test_bad_conf_pair_names_the_flag() -> None:
-    with pytest.raises(ConfigError, match=r"--conf must be KEY=VALUE, got \['novalue'\]"):
-        cfg.resolve(flags={"spark.conf": ["novalue"]})
+    with pytest.raises(ConfigError, match=r"^--conf must be KEY=VALUE, got 'novalue'$"):
+        cfg.resolve(flags={"spark.conf": ["a=1", "novalue"]})
+
+
+@pytest.mark.parametrize(
+    ("data", "flags", "got"),
+    [
+        ({"kafka": {"client": {"sasl.password": ["hunter2"]}}}, None, "a list for 'sasl.password'"),
+        ({"kafka": {"client": "sasl.password=hunter2"}}, None, "a string"),
+        ({}, {"spark.conf": ["fs.s3a.secret.key:hunter2"]}, "a value without '='"),
+    ],
+)
+def test_table_errors_never_show_values(
+    data: dict[str, object], flags: dict[str, object] | None, got: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        cfg.resolve(data, flags=flags)
+    assert info.value.message.endswith(f"got {got}")
+    assert "hunter2" not in f"{info.value.message} {info.value.hint}"
 
 
 def test_load_reads_file_from_flag_or_env(tmp_path: Path) -> None:
