@@ -33,7 +33,7 @@ def warehouse(
     )
     topics = KafkaTopicStore(KafkaConfig(timeout_s=15))
     specs = parse_ddl(ddl, "t.sql", options=ParseOptions(default_bootstrap_servers=kafka_bootstrap))
-    service.create_tables(specs, tmp_path, Stores(SparkDeltaStore(lambda: spark), topics))
+    service.create_tables(specs, tmp_path, Stores(SparkDeltaStore(tmp_path, lambda: spark), topics))
     topics.close()
     env = {
         "LOGSTORE_WAREHOUSE": str(tmp_path),

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog.tables import describe_table, list_tables, load_table
-from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.kafka.types import TopicInfo
+from tests.deltalog import write_table
 from tests.unit.provision.fakes import MemTopics
 
 DDL = """
@@ -22,40 +20,7 @@ WITH ('log-store.enabled' = 'true', 'log-store.topic' = 'orders_log',
 
 
 def _write(warehouse: Path, ddl: str = DDL) -> Path:
-    """A Delta table as create-table leaves it: version 0 with the stored properties, no files.
-
-    Written as the protocol's JSON actions (delta-rs refuses to write non-``delta.`` properties);
-    read back by delta-rs like any other table.
-    """
-    spec = parse_ddl(ddl, "t.sql", ParseOptions())[0]
-    props, _ = wh.stored_properties(spec)
-    path = warehouse / (spec.database or "default") / spec.table
-    schema = {
-        "type": "struct",
-        "fields": [
-            {"name": c.name, "type": {"bigint": "long"}.get(c.type, c.type),
-             "nullable": c.nullable, "metadata": {}}
-            for c in spec.columns
-        ],
-    }  # fmt: skip
-    actions = [
-        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
-        {
-            "metaData": {
-                "id": "00000000-0000-0000-0000-000000000001",
-                "format": {"provider": "parquet", "options": {}},
-                "schemaString": json.dumps(schema),
-                "partitionColumns": [],
-                "configuration": props,
-                "createdTime": 0,
-            }
-        },
-        {"commitInfo": {"timestamp": 0, "operation": "CREATE TABLE"}},
-    ]
-    log = path / "_delta_log"
-    log.mkdir(parents=True)
-    (log / "00000000000000000000.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
-    return path
+    return write_table(warehouse, ddl)
 
 
 def test_describe_redacts_and_reports_offsets(tmp_path: Path) -> None:
