@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from logstore_cli.catalog.schema import columns_from_delta_schema
+from logstore_cli.ddl.registry import TOPIC_CONFIG_PREFIX
 from logstore_cli.catalog.warehouse import DeltaState
 from logstore_cli.errors import TableConflictError, TableExistsError, TopicInUseError
-from logstore_cli.kafka.admin import TopicInfo
+from logstore_cli.kafka.types import TopicInfo
 from logstore_cli.model import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, TableSpec
 
 
@@ -74,12 +75,10 @@ class TablePlan:
                 "partitions": self.partitions,
                 "replication": self.replication,
                 "configs": self.topic_configs,
+                "adopted_records": self.topic_records if self.adopts_topic else 0,
             },
             "differences": [str(d) for d in self.differences],
         }
-
-
-TOPIC_CONFIG_PREFIX = "log.topic."
 
 
 def topic_configs(properties: Mapping[str, str]) -> dict[str, str]:
