@@ -37,6 +37,10 @@ def test_a_log_store_without_a_broker_address_is_invalid() -> None:
     result = CliRunner().invoke(app, ["validate", "-", "--json"], input={DDL!r})
     assert result.exit_code == 2, result.output
     assert {NO_ADDRESS!r} in result.stderr
+
+
+def test_the_session_broker_is_the_one_the_developer_gave(kafka_bootstrap: str) -> None:
+    assert kafka_bootstrap == "given-broker:9092"  # LOGSTORE_TEST_BOOTSTRAP: none is started
 """
 
 
@@ -144,20 +148,26 @@ def test_each_part_of_the_developer_environment_would_change_the_result(
 def test_the_developer_environment_does_not_change_a_unit_tests_result(
     tmp_path: Path, running_broker_state: tuple[Path, str]
 ) -> None:
+    """Run as tests/conftest.py runs them: the env-dependent test passes in a polluted shell, and
+    the session's broker is still the one ``LOGSTORE_TEST_BOOTSTRAP`` names."""
     state_dir, _ = running_broker_state
     test_file = tmp_path / "suite" / "test_env_dependent.py"
     test_file.parent.mkdir()
     test_file.write_text(UNIT_TEST)
     (tmp_path / "suite" / "pytest.ini").write_text("[pytest]\n")
-    env = {**os.environ, **_dev_environment(tmp_path, state_dir)}
+    env = {
+        **os.environ,
+        **_dev_environment(tmp_path, state_dir),
+        "LOGSTORE_TEST_BOOTSTRAP": "given-broker:9092",
+    }
     run = subprocess.run(
         [
             sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            "-p", "tests.plugins.isolation",  # what tests/conftest.py registers
+            "-p", "tests.plugins.isolation", "-p", "tests.plugins.kafka_broker",
             "-c", str(tmp_path / "suite" / "pytest.ini"), "--rootdir", str(tmp_path / "suite"),
             "--basetemp", str(tmp_path / "basetemp"), str(test_file),
         ],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "1 passed" in run.stdout
+    assert "2 passed" in run.stdout
