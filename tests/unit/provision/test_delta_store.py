@@ -7,7 +7,7 @@ from typing import NoReturn
 
 import pytest
 
-from logstore_cli.errors import LogstoreError, WarehouseError
+from logstore_cli.errors import LogstoreError, SparkStartError, WarehouseError
 from logstore_cli.provision.delta_spark import SparkDeltaStore
 
 
@@ -68,3 +68,16 @@ def test_read_treats_an_uncommitted_leftover_as_absent(tmp_path: Path) -> None:
     (stranger / "notes.txt").write_text("not a table")
     with pytest.raises(LogstoreError, match="is not a Delta table"):
         store.read(stranger)
+
+
+def test_alter_keeps_the_jvm_s_own_start_error(tmp_path: Path) -> None:
+    def jvm_fails() -> NoReturn:
+        raise SparkStartError(
+            "the Spark JVM did not start: JAVA_GATEWAY_EXITED",
+            detail="Invalid maximum heap size: -Xmx2x",
+        )
+
+    store = SparkDeltaStore(tmp_path, jvm_fails)
+    with pytest.raises(SparkStartError) as info:
+        store.alter(_table(tmp_path / "db" / "t"), {"k": "v"}, [])
+    assert info.value.detail == "Invalid maximum heap size: -Xmx2x"
