@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from logstore_cli.errors import (
     EXIT_FAILURE,
@@ -16,10 +18,27 @@ from logstore_cli.errors import (
     TopicNotFoundError,
     TopicSpecError,
 )
-from logstore_cli.kafka.admin import KafkaAdmin, TopicInfo
+from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.kafka.local_broker import free_port
+from logstore_cli.kafka.types import TopicInfo
 
 TIMEOUT_S = 15.0
+# A refused connection must end a call in a small fraction of the Kafka time-out.
+REFUSED_TIMEOUT_S = 10.0
+PROMPT_S = 3.0
+
+#: Every admin call, against a topic that does not matter when no broker answers.
+CALLS: dict[str, Callable[[KafkaAdmin], object]] = {
+    "ping": lambda admin: admin.ping(),
+    "describe_topic": lambda admin: admin.describe_topic("t"),
+    "create_topic": lambda admin: admin.create_topic("t", 1, 1),
+    "create_topic(validate_only)": lambda admin: admin.create_topic("t", 1, 1, validate_only=True),
+    "delete_topic": lambda admin: admin.delete_topic("t"),
+    "add_partitions": lambda admin: admin.add_partitions("t", 2),
+    "alter_topic_configs": lambda admin: admin.alter_topic_configs("t", {"retention.ms": "1000"}),
+    "start_offsets": lambda admin: admin.start_offsets("t"),
+    "end_offsets": lambda admin: admin.end_offsets("t"),
+}
 
 
 @pytest.fixture
@@ -36,7 +55,9 @@ def _produce(bootstrap: str, topic: str, n: int) -> Counter[int]:
         if err is not None:
             errors.append(err)
         else:
-            delivered[msg.partition()] += 1
+            partition = msg.partition()
+            assert partition is not None  # a delivered record has one
+            delivered[partition] += 1
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
     for i in range(n):
@@ -192,3 +213,120 @@ def test_unreachable_broker_fails_within_the_deadline(
     assert "Connection refused" in (info.value.detail or "")
     # librdkafka's own connection-refused chatter goes to Python logging, not to our stderr
     assert "Connection refused" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("call", list(CALLS))
+def test_a_refused_connection_fails_at_once_not_after_the_timeout(
+    call: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()  # nothing listens there: the connection is refused
+    with KafkaAdmin(f"127.0.0.1:{port}", timeout_s=REFUSED_TIMEOUT_S) as admin:
+        started = time.monotonic()
+        with pytest.raises(BrokerError) as info:
+            CALLS[call](admin)
+        elapsed = time.monotonic() - started
+    assert elapsed < PROMPT_S, f"{call} took {elapsed:.2f}s of its {REFUSED_TIMEOUT_S:g}s"
+    assert str(info.value) == f"cannot reach Kafka at 127.0.0.1:{port} within 10s"
+    assert info.value.exit_code == EXIT_FAILURE
+    assert "broker" in (info.value.hint or "")
+    assert "Connection refused" in (info.value.detail or "")
+    assert "Connection refused" not in capfd.readouterr().err
+
+
+def test_every_refused_bootstrap_address_fails_at_once() -> None:
+    bootstrap = f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+    with KafkaAdmin(bootstrap, timeout_s=REFUSED_TIMEOUT_S) as admin:
+        started = time.monotonic()
+        with pytest.raises(BrokerError, match=f"cannot reach Kafka at {bootstrap} within 10s"):
+            admin.describe_topic("t")
+        assert time.monotonic() - started < PROMPT_S
+
+
+def test_calls_after_a_refused_one_fail_at_once_too() -> None:
+    """The same client, call after call (as provisioning reuses it): each ends promptly."""
+    port = free_port()
+    with KafkaAdmin(f"127.0.0.1:{port}", timeout_s=REFUSED_TIMEOUT_S) as admin:
+        for call in ("describe_topic", "ping", "create_topic", "describe_topic"):
+            started = time.monotonic()
+            with pytest.raises(BrokerError, match="cannot reach Kafka") as info:
+                CALLS[call](admin)
+            elapsed = time.monotonic() - started
+            assert elapsed < PROMPT_S, f"{call} took {elapsed:.2f}s"
+            assert "Connection refused" in (info.value.detail or "")
+
+
+def test_one_refused_bootstrap_address_among_live_ones_is_no_failure(
+    kafka_bootstrap: str, topic_name: str
+) -> None:
+    """Only when every bootstrap address refuses is the cluster unreachable."""
+    bootstrap = f"127.0.0.1:{free_port()},{kafka_bootstrap}"
+    for _ in range(3):  # librdkafka picks the first address to try at random
+        with KafkaAdmin(bootstrap, timeout_s=TIMEOUT_S) as admin:
+            admin.ping()
+            assert admin.describe_topic(topic_name) is None
+    with KafkaAdmin(bootstrap, timeout_s=TIMEOUT_S) as admin:
+        admin.create_topic(topic_name, 1, 1)
+        info = admin.describe_topic(topic_name)
+        assert info is not None and info.partitions == 1
+        admin.delete_topic(topic_name)
+
+
+def test_start_offsets_tell_whether_a_topic_holds_records(
+    kafka_bootstrap: str, admin: KafkaAdmin, topic_name: str
+) -> None:
+    with admin:
+        admin.create_topic(topic_name, 2, 1)
+        assert admin.start_offsets(topic_name) == admin.end_offsets(topic_name) == {0: 0, 1: 0}
+        delivered = _produce(kafka_bootstrap, topic_name, 50)
+        end = admin.end_offsets(topic_name)
+        assert end == {p: delivered.get(p, 0) for p in (0, 1)}
+        assert admin.start_offsets(topic_name) == {0: 0, 1: 0}  # records held: start < end
+        # Delete the records of the fuller partition: its start moves up to its end.
+        full = max(end, key=lambda p: end[p])
+        raw = AdminClient({"bootstrap.servers": kafka_bootstrap})
+        futures = raw.delete_records(
+            [TopicPartition(topic_name, full, end[full])], request_timeout=TIMEOUT_S
+        )
+        for future in futures.values():
+            future.result(timeout=TIMEOUT_S)
+        start = admin.start_offsets(topic_name)
+        assert start[full] == end[full]
+        assert start[1 - full] == 0
+        admin.delete_topic(topic_name)
+        with pytest.raises(TopicNotFoundError, match=topic_name):
+            admin.start_offsets(topic_name)
+
+
+def test_validate_only_changes_nothing_yet_the_broker_checks(
+    admin: KafkaAdmin, topic_name: str
+) -> None:
+    with admin:
+        admin.create_topic(topic_name, 2, 1, {"retention.ms": "3600000"})
+        before = TopicInfo(topic_name, 2, 1, {"retention.ms": "3600000"})
+        admin.add_partitions(topic_name, 4, validate_only=True)
+        admin.alter_topic_configs(
+            topic_name, {"retention.ms": "1000", "cleanup.policy": "compact"}, validate_only=True
+        )
+        admin.alter_topic_configs(topic_name, {}, ["retention.ms"], validate_only=True)
+        assert admin.describe_topic(topic_name) == before
+        # ... yet the broker did check the changes
+        with pytest.raises(TopicSpecError, match=r"retention\.ms") as info:
+            admin.alter_topic_configs(topic_name, {"retention.ms": "x"}, validate_only=True)
+        assert info.value.exit_code == EXIT_INVALID_INPUT
+        with pytest.raises(TopicSpecError, match=r"retention\.msx"):
+            admin.alter_topic_configs(topic_name, {"retention.msx": "1"}, validate_only=True)
+        with pytest.raises(TopicSpecError, match="from 2 to 1 partitions"):
+            admin.add_partitions(topic_name, 1, validate_only=True)
+        missing = topic_name + "-missing"
+        with pytest.raises(TopicNotFoundError, match=missing):
+            admin.add_partitions(missing, 3, validate_only=True)
+        with pytest.raises(TopicNotFoundError, match=missing):
+            admin.alter_topic_configs(missing, {"retention.ms": "1000"}, validate_only=True)
+        assert admin.describe_topic(topic_name) == before
+        # and the same changes, made for real, take effect
+        admin.add_partitions(topic_name, 4)
+        admin.alter_topic_configs(topic_name, {"retention.ms": "1000"})
+        assert admin.describe_topic(topic_name) == TopicInfo(
+            topic_name, 4, 1, {"retention.ms": "1000"}
+        )
+        admin.delete_topic(topic_name)

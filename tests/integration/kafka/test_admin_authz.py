@@ -59,6 +59,8 @@ def test_alice_without_acls_is_denied_create_with_an_actionable_error(
         with pytest.raises(KafkaAuthorizationError) as info:
             alice.create_topic(topic_name, 1, 1)
         assert time.monotonic() - started < TIMEOUT_S  # an answer, not a time-out
+        with pytest.raises(KafkaAuthorizationError, match="User:alice CREATE"):
+            alice.create_topic(topic_name, 1, 1, validate_only=True)
     error = info.value
     assert topic_name in str(error)
     assert "CREATE" in str(error)
@@ -110,6 +112,14 @@ def test_alice_denied_describe_and_delete_of_an_existing_topic(
                 with pytest.raises(KafkaAuthorizationError) as deleted:
                     alice.delete_topic(topic_name)
                 assert f"User:alice DELETE on topic '{topic_name}'" in str(deleted.value)
+                # a change the broker only validates needs the same ACL as the change itself
+                with pytest.raises(KafkaAuthorizationError) as checked:
+                    alice.alter_topic_configs(
+                        topic_name, {"retention.ms": "1000"}, validate_only=True
+                    )
+                assert f"User:alice ALTER_CONFIGS on topic '{topic_name}'" in str(checked.value)
+                with pytest.raises(KafkaAuthorizationError, match="User:alice DESCRIBE"):
+                    alice.start_offsets(topic_name)
                 with pytest.raises(KafkaAuthorizationError) as altered:
                     alice.add_partitions(topic_name, 2)
                 assert "grant DESCRIBE and ALTER" in (altered.value.hint or "")
@@ -139,6 +149,7 @@ def test_acls_granted_step_by_step(authz_broker: AuthzBroker, topic_name: str) -
             alice.describe_topic(topic_name)
         assert "--operation DescribeConfigs" in (info.value.hint or "")
         assert alice.end_offsets(topic_name) == {0: 0, 1: 0}  # DESCRIBE suffices for offsets
+        assert alice.start_offsets(topic_name) == {0: 0, 1: 0}
     with _as_super_user(authz_broker) as admin:
         described = admin.describe_topic(topic_name)
         assert described is not None and described.partitions == 2

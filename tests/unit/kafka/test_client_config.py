@@ -1,23 +1,25 @@
 """Client properties written for Java/Flink clients -> librdkafka settings, without leaking secrets.
 
-No broker: constructing a confluent-kafka client only validates the configuration (it may try to
-connect to 127.0.0.1:1 in the background, which nothing answers).
+The mapping is pure; librdkafka itself (a client constructed against 127.0.0.1:1, where nothing
+answers) confirms that the keys it drops are really none of its settings.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from logstore_cli.errors import EXIT_INVALID_INPUT, ConfigError, TopicSpecError
-from logstore_cli.kafka import admin as kadmin
-from logstore_cli.kafka.admin import (
+from logstore_cli.errors import EXIT_INVALID_INPUT, ConfigError
+from logstore_cli.kafka.client_config import (
     JAVA_ONLY_KEYS,
-    KafkaAdmin,
+    bootstrap_addresses,
+    client_principal,
+    java_only_reason,
     librdkafka_config,
 )
 from logstore_cli.model import is_secret_key, redact
@@ -233,81 +235,72 @@ def test_secret_keys_are_recognised_and_redacted() -> None:
 def test_every_java_only_key_is_really_rejected_by_librdkafka(key: str) -> None:
     """The drop list is no guess: librdkafka itself refuses each key."""
     with pytest.raises(KafkaException, match=r"No such configuration property|not supported"):
-        AdminClient({"bootstrap.servers": BOOT, "logger": _quiet_logger(), key: "1"})
+        conf: dict[str, Any] = {"bootstrap.servers": BOOT, "logger": _quiet_logger(), key: "1"}
+        AdminClient(conf)
 
 
-def test_a_flink_style_property_set_is_accepted_by_librdkafka() -> None:
-    flink_props = {
-        "bootstrap.servers": BOOT,
-        "group.id": "flink-consumer",
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN",
-        "sasl.jaas.config": _jaas(PLAIN, username="alice", password=SECRET),
-        "key.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
-        "value.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
-        "key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
-        "value.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
-        "ssl.endpoint.identification.algorithm": "",
-        "max.block.ms": "60000",
-        "partition.discovery.interval.ms": "30000",
-    }
-    with KafkaAdmin(BOOT, flink_props, timeout_s=1) as admin:  # librdkafka accepts the mapping
-        assert set(admin.ignored_properties) == {
-            "key.deserializer",
-            "value.deserializer",
-            "key.serializer",
-            "value.serializer",
-            "max.block.ms",
-            "partition.discovery.interval.ms",
-        }
+def test_java_only_reason_covers_listed_keys_and_class_names() -> None:
+    assert java_only_reason("ssl.truststore.location") == JAVA_ONLY_KEYS["ssl.truststore.location"]
+    assert "Java class" in (java_only_reason("com.example.my.partitioner.class") or "")
+    assert java_only_reason("client.id") is None
 
 
-def test_ignored_keys_are_logged_by_name_never_by_value(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger=kadmin.__name__)
-    with KafkaAdmin(BOOT, {"ssl.truststore.password": SECRET}, timeout_s=1):
-        pass
-    assert "ssl.truststore.password" in caplog.text
-    assert "ssl.ca.location" in caplog.text  # says what to use instead
-    assert SECRET not in caplog.text
+@pytest.mark.parametrize(
+    ("conf", "principal"),
+    [
+        ({}, "User:ANONYMOUS"),
+        ({"security.protocol": "PLAINTEXT", "sasl.username": "ignored"}, "User:ANONYMOUS"),
+        (
+            {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "al"},
+            "User:al",
+        ),
+        (
+            {
+                "security.protocol": "sasl_plaintext",
+                "sasl.mechanism": "scram-sha-512",
+                "sasl.username": "b",
+            },
+            "User:b",
+        ),
+        (
+            {"security.protocol": "SASL_SSL", "sasl.kerberos.principal": "svc@EXAMPLE.COM"},
+            "the Kerberos principal svc@EXAMPLE.COM",
+        ),
+        (
+            {"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"},
+            "the client's OAUTHBEARER principal",
+        ),
+        ({"security.protocol": "SSL"}, "the principal of the client's TLS certificate"),
+    ],
+)
+def test_the_principal_named_in_errors_follows_the_configuration(
+    conf: dict[str, str], principal: str
+) -> None:
+    assert client_principal(conf) == principal
 
 
-def test_unknown_property_is_a_config_error_naming_the_key() -> None:
-    with pytest.raises(ConfigError, match=r'"no\.such\.setting"') as info:
-        KafkaAdmin(BOOT, {"no.such.setting": "1"})
-    assert info.value.exit_code == EXIT_INVALID_INPUT
-    assert "librdkafka" in (info.value.hint or "")
+def test_the_principal_comes_from_a_translated_jaas_entry_and_shows_no_password() -> None:
+    conf, _ = librdkafka_config(
+        BOOT,
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.jaas.config": _jaas(PLAIN, username="alice", password=SECRET),
+        },
+    )
+    assert client_principal(conf) == "User:alice"
 
 
-def test_a_secret_echoed_by_librdkafka_is_redacted() -> None:
-    # A password pasted into the wrong key: librdkafka quotes the invalid value back.
-    props = {"sasl.password": SECRET, "security.protocol": SECRET}
-    with pytest.raises(ConfigError, match=r"security\.protocol") as info:
-        KafkaAdmin(BOOT, props)
-    assert SECRET not in _all_text(info.value)
-    assert "***" in str(info.value)
-
-
-def test_invalid_topic_names_fail_before_any_network_call() -> None:
-    with KafkaAdmin(BOOT, timeout_s=30) as admin:
-        for name in ("bad name", "", "x" * 250, "..", "ünïcode"):
-            with pytest.raises(TopicSpecError, match="not a valid topic name"):
-                admin.describe_topic(name)
-        with pytest.raises(TopicSpecError, match="0 partitions"):
-            admin.create_topic("t", 0, 1)
-        with pytest.raises(TopicSpecError, match="replication 0"):
-            admin.create_topic("t", 1, 0)
-        with pytest.raises(TopicSpecError, match="0 partitions"):
-            admin.add_partitions("t", 0)
-
-
-def test_empty_bootstrap_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="no Kafka bootstrap servers"):
-        KafkaAdmin("  ")
-
-
-def test_closed_admin_refuses_calls() -> None:
-    admin = KafkaAdmin(BOOT, timeout_s=1)
-    admin.close()
-    admin.close()  # idempotent
-    with pytest.raises(RuntimeError, match="closed"):
-        admin.ping()
+@pytest.mark.parametrize(
+    ("bootstrap", "addresses"),
+    [
+        ("127.0.0.1:9093", [("127.0.0.1", 9093)]),
+        ("b1:9092, b2:9093,b3", [("b1", 9092), ("b2", 9093), ("b3", 9092)]),
+        ("SASL_SSL://broker.example.com:9094", [("broker.example.com", 9094)]),
+        ("[::1]:9095,[fe80::1]", [("::1", 9095), ("fe80::1", 9092)]),
+        ("  ", []),
+    ],
+)
+def test_bootstrap_addresses_are_read_as_librdkafka_reads_them(
+    bootstrap: str, addresses: list[tuple[str, int]]
+) -> None:
+    assert bootstrap_addresses(bootstrap) == addresses

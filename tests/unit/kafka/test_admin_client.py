@@ -1,0 +1,108 @@
+"""KafkaAdmin without a broker: its configuration is checked when it is built, bad input fails before
+any network call, and nothing it logs or raises shows a secret.
+
+Constructing a confluent-kafka client only validates the configuration (it may try to connect to
+127.0.0.1:1 in the background, which nothing answers).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from logstore_cli.errors import EXIT_INVALID_INPUT, ConfigError, TopicSpecError
+from logstore_cli.kafka import admin as kadmin
+from logstore_cli.kafka.admin import KafkaAdmin
+
+BOOT = "127.0.0.1:1"  # nothing listens on port 1
+SECRET = "Pa55-w0rd-never-shown"
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+
+def _jaas(module: str, **options: str) -> str:
+    return f"{module} required " + " ".join(f'{k}="{v}"' for k, v in options.items()) + ";"
+
+
+def _all_text(exc: BaseException) -> str:
+    """Everything a user or a log could see of an error."""
+    parts = [str(exc), repr(exc), *map(str, exc.args)]
+    parts += [str(getattr(exc, name, "")) for name in ("message", "hint", "detail")]
+    return "\n".join(parts)
+
+
+def test_a_flink_style_property_set_is_accepted_by_librdkafka() -> None:
+    flink_props = {
+        "bootstrap.servers": BOOT,
+        "group.id": "flink-consumer",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": _jaas(PLAIN, username="alice", password=SECRET),
+        "key.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+        "value.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+        "key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
+        "value.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
+        "ssl.endpoint.identification.algorithm": "",
+        "max.block.ms": "60000",
+        "partition.discovery.interval.ms": "30000",
+    }
+    with KafkaAdmin(BOOT, flink_props, timeout_s=1) as admin:  # librdkafka accepts the mapping
+        assert set(admin.ignored_properties) == {
+            "key.deserializer",
+            "value.deserializer",
+            "key.serializer",
+            "value.serializer",
+            "max.block.ms",
+            "partition.discovery.interval.ms",
+        }
+
+
+def test_ignored_keys_are_logged_by_name_never_by_value(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger=kadmin.__name__)
+    with KafkaAdmin(BOOT, {"ssl.truststore.password": SECRET}, timeout_s=1):
+        pass
+    assert "ssl.truststore.password" in caplog.text
+    assert "ssl.ca.location" in caplog.text  # says what to use instead
+    assert SECRET not in caplog.text
+
+
+def test_unknown_property_is_a_config_error_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match=r'"no\.such\.setting"') as info:
+        KafkaAdmin(BOOT, {"no.such.setting": "1"})
+    assert info.value.exit_code == EXIT_INVALID_INPUT
+    assert "librdkafka" in (info.value.hint or "")
+
+
+def test_a_secret_echoed_by_librdkafka_is_redacted() -> None:
+    # A password pasted into the wrong key: librdkafka quotes the invalid value back.
+    props = {"sasl.password": SECRET, "security.protocol": SECRET}
+    with pytest.raises(ConfigError, match=r"security\.protocol") as info:
+        KafkaAdmin(BOOT, props)
+    assert SECRET not in _all_text(info.value)
+    assert "***" in str(info.value)
+
+
+def test_invalid_topic_names_fail_before_any_network_call() -> None:
+    with KafkaAdmin(BOOT, timeout_s=30) as admin:
+        for name in ("bad name", "", "x" * 250, "..", "ünïcode"):
+            with pytest.raises(TopicSpecError, match="not a valid topic name"):
+                admin.describe_topic(name)
+        with pytest.raises(TopicSpecError, match="0 partitions"):
+            admin.create_topic("t", 0, 1)
+        with pytest.raises(TopicSpecError, match="replication 0"):
+            admin.create_topic("t", 1, 0)
+        with pytest.raises(TopicSpecError, match="0 partitions"):
+            admin.add_partitions("t", 0)
+
+
+def test_empty_bootstrap_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="no Kafka bootstrap servers"):
+        KafkaAdmin("  ")
+
+
+def test_closed_admin_refuses_calls() -> None:
+    admin = KafkaAdmin(BOOT, timeout_s=1)
+    admin.close()
+    admin.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        admin.ping()
