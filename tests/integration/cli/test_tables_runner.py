@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from logstore_cli.cli.app import app
 from logstore_cli.config import KafkaConfig
 from logstore_cli.ddl import ParseOptions, parse_ddl
-from logstore_cli.errors import InvalidInputError, TableNotFoundError
+from logstore_cli.errors import InvalidInputError, TableNotFoundError, TopicInUseError
 from logstore_cli.provision import service
 from logstore_cli.provision.delta_spark import SparkDeltaStore
 from logstore_cli.provision.kafka_topics import KafkaTopicStore
@@ -59,18 +59,24 @@ def test_describe_and_list(warehouse: tuple[Path, str, dict[str, str]], topic_na
     assert [r["name"] for r in json.loads(listed.stdout)] == ["crm.contacts"]
 
 
-def test_create_again_is_a_noop_without_spark(warehouse: tuple[Path, str, dict[str, str]]) -> None:
+def test_create_again_is_a_noop_without_spark(
+    warehouse: tuple[Path, str, dict[str, str]], topic_name: str
+) -> None:
     _, ddl, env = warehouse
     # the DDL says IF NOT EXISTS and the table is identical: nothing to do, so no JVM is needed
     result = runner.invoke(app, ["create-table", "--sql", ddl, "--json"], env=env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)[0]["status"] == "exists"
-    dry = runner.invoke(
-        app, ["create-table", "--sql", ddl.replace("crm.contacts", "crm.other"), "--dry-run", "--json"],
-        env=env,
-    )  # fmt: skip
+    other = ddl.replace("crm.contacts", "crm.other").replace(topic_name, f"{topic_name}-other")
+    dry = runner.invoke(app, ["create-table", "--sql", other, "--dry-run", "--json"], env=env)
     assert dry.exit_code == 0, dry.output
     assert json.loads(dry.stdout)[0]["status"] == "planned"
+    # the same topic for a second table is refused, even in a dry run
+    shared = runner.invoke(
+        app, ["create-table", "--sql", ddl.replace("crm.contacts", "crm.other"), "--dry-run"],
+        env=env,
+    )  # fmt: skip
+    assert isinstance(shared.exception, TopicInUseError)
 
 
 def test_errors_surface_as_domain_errors(warehouse: tuple[Path, str, dict[str, str]]) -> None:
