@@ -15,6 +15,12 @@ PURE_MODULES = [
     "logstore_cli.provision.plan",
     "logstore_cli.kafka.client_config",
     "logstore_cli.kafka.types",
+    "logstore_cli.catalog",
+    "logstore_cli.catalog.warehouse",
+    "logstore_cli.catalog.tables",
+    "logstore_cli.names",
+    "logstore_cli.model",
+    "logstore_cli.ddl",
 ]
 HEAVY = ("confluent_kafka", "pyspark")
 
