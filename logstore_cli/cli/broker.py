@@ -15,6 +15,8 @@ from logstore_cli.cli.output import Output, key_value_table
 from logstore_cli.errors import BrokerError
 from logstore_cli.paths import state_home
 
+_HOST = "127.0.0.1"
+
 app = typer.Typer(
     help="Start, stop and inspect a local single-node Kafka broker (KRaft, loopback only).",
     no_args_is_help=True,
@@ -32,37 +34,65 @@ def _render(title: str, data: dict[str, Any]) -> Any:
 def start(
     state_dir: StateDirOpt = None,
     port: Annotated[
-        int | None, typer.Option("--port", help="Broker port; a free one is chosen by default.")
+        int | None,
+        typer.Option(
+            "--port",
+            min=1,
+            max=65535,
+            help="Client port. Default: the port of the last start (a free one the first time).",
+        ),
     ] = None,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Delete the broker's data (topics, records) and ports first: start empty.",
+        ),
+    ] = False,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds to wait for the broker to answer.")
+        float, typer.Option("--timeout", min=1, help="Seconds to wait for the broker to answer.")
     ] = 90.0,
     json_: JsonOpt = False,
 ) -> None:
-    """Format fresh storage, launch the broker, and wait until it answers metadata requests."""
+    """Launch the broker and wait until it answers metadata requests.
+
+    A restart keeps the topics, records and port of the last start; --fresh starts an empty broker.
+    """
     from logstore_cli.kafka import local_broker
 
     out = Output(json_mode=json_)
     out.info("starting the local Kafka broker …")
-    info = local_broker.start(state_dir or state_home(), port=port, timeout_s=timeout)
+    info = local_broker.start(state_dir or state_home(), port=port, fresh=fresh, timeout_s=timeout)
     data = asdict(info)
     out.success(f"broker up at {info.bootstrap} (pid {info.pid})")
+    if info.reused_data:
+        out.info("kept the topics and records of the last start ('--fresh' starts empty)")
     out.emit(data, _render("Local Kafka broker", data))
 
 
 @app.command()
-def stop(state_dir: StateDirOpt = None, json_: JsonOpt = False) -> None:
-    """Stop the broker that 'logstore broker start' launched (exactly that pid)."""
+def stop(
+    state_dir: StateDirOpt = None,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", min=0, help="Seconds to wait after SIGTERM before SIGKILL."),
+    ] = 30.0,
+    json_: JsonOpt = False,
+) -> None:
+    """Stop the broker that 'logstore broker start' launched (exactly that pid); keep its data."""
     from logstore_cli.kafka import local_broker
 
     out = Output(json_mode=json_)
-    info = local_broker.stop(state_dir or state_home())
-    if info is None:
-        out.info("no local broker is recorded as running")
+    stopped = local_broker.stop(state_dir or state_home(), timeout_s=timeout)
+    if stopped is None:
+        out.info("no local broker is running; nothing to stop")
         out.emit({"stopped": False}, lambda c: None)
         return
-    out.success(f"stopped the broker (pid {info.pid})")
-    out.emit({"stopped": True, "pid": info.pid}, lambda c: None)
+    if stopped.forced:
+        out.warning(f"the broker (pid {stopped.pid}) ignored SIGTERM for {timeout:g}s; killed it")
+    else:
+        out.success(f"stopped the broker (pid {stopped.pid}); its data is kept for the next start")
+    out.emit({"stopped": True, "pid": stopped.pid, "forced": stopped.forced}, lambda c: None)
 
 
 @app.command()
@@ -75,8 +105,10 @@ def status(state_dir: StateDirOpt = None, json_: JsonOpt = False) -> None:
     info = local_broker.read_state(sd)
     if info is None or not local_broker.is_running(info):
         out.emit({"running": False}, lambda c: None)
+        kept = local_broker.read_cluster(sd)
+        resume = f" (it serves the kept data on {_HOST}:{kept.port} again)" if kept else ""
         raise BrokerError(
-            "no local broker is running", hint="start one with 'logstore broker start'"
+            "no local broker is running", hint=f"start one with 'logstore broker start'{resume}"
         )
     answering = local_broker.answers_metadata(info.bootstrap, timeout_s=5.0)
     data = {

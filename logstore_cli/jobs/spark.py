@@ -3,20 +3,27 @@
 The JVM's stderr is sent to a log file for the session's lifetime (Spark's console logging is noise at
 a terminal); when the JVM fails to start, the tail of that file becomes the error the user sees,
 instead of PySpark's bare ``JAVA_GATEWAY_EXITED``.
+
+Spark's own files live in a directory of this user, ``<state dir>/spark`` (mode 0700): the driver logs
+in ``logs/`` (a new file per session, never opened through a symlink, the newest
+``KEEP_DRIVER_LOGS`` kept) and Spark's SQL warehouse in ``warehouse/`` — never ``spark-warehouse/`` in
+the current directory. Delta tables are addressed by path and do not live there.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import sys
-import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from logstore_cli.errors import SparkStartError
+from logstore_cli.errors import SparkStartError, StateDirError
+from logstore_cli.paths import private_dir, state_home, state_subdir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,24 +48,38 @@ LOCAL_DEFAULTS: dict[str, str] = {
 }
 
 
+KEEP_DRIVER_LOGS = 10
+_LOG_PREFIX, _LOG_SUFFIX = "driver-", ".log"
+
+
 @dataclass(frozen=True)
 class SparkSettings:
     master: str = "local[*]"
     app_name: str = "logstore"
     conf: Mapping[str, str] = field(default_factory=dict)
-    log_dir: Path | None = None  # where the JVM's stderr goes; a temp dir by default
+    # Spark's own files (driver logs, SQL warehouse); default <state dir>/spark.
+    work_dir: Path | None = None
+    log_dir: Path | None = None  # where the JVM's stderr goes; default <work_dir>/logs
     extra_jars: tuple[Path, ...] = ()
 
     @property
     def is_local(self) -> bool:
         return self.master.startswith("local")
 
+    @property
+    def spark_dir(self) -> Path:
+        return self.work_dir if self.work_dir is not None else state_home() / "spark"
+
 
 def session_conf(settings: SparkSettings, jars: list[Path]) -> dict[str, str]:
-    """The full Spark configuration: local defaults < Delta < the user's confs. Pure."""
+    """The full Spark configuration: local defaults < Delta < the user's confs. No I/O."""
     conf: dict[str, str] = {}
     if settings.is_local:
         conf.update(LOCAL_DEFAULTS)
+    # Spark creates its SQL warehouse (the default database's directory) at start; by default that
+    # is ./spark-warehouse, a directory the user never asked for. A file: URI keeps it on the
+    # driver's disk whatever Hadoop's default file system is.
+    conf["spark.sql.warehouse.dir"] = (settings.spark_dir / "warehouse").absolute().as_uri()
     conf.update(DELTA_CONF)
     all_jars = [str(j) for j in [*jars, *settings.extra_jars]]
     conf.update(settings.conf)
@@ -94,11 +115,9 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
     for key, value in session_conf(settings, jars).items():
         builder = builder.config(key, value)
 
-    log_dir = settings.log_dir or Path(tempfile.gettempdir()) / "logstore-spark"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log_file = log_dir / f"driver-{os.getpid()}.log"
+    log_file, fd = new_driver_log(driver_log_dir(settings))
     try:
-        with _stderr_to(log_file):
+        with _stderr_to(fd):
             spark = builder.getOrCreate()
     except Exception as exc:
         raise SparkStartError(
@@ -110,6 +129,57 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
     return spark
 
 
+def driver_log_dir(settings: SparkSettings) -> Path:
+    """The private directory of the driver logs, created 0700 (see ``paths.private_dir``)."""
+    if settings.work_dir is None:
+        spark_dir = state_subdir(state_home(), "spark")
+    else:
+        spark_dir = private_dir(settings.work_dir)
+    return private_dir(settings.log_dir if settings.log_dir is not None else spark_dir / "logs")
+
+
+def new_driver_log(log_dir: Path, *, keep: int = KEEP_DRIVER_LOGS) -> tuple[Path, int]:
+    """A new driver log in ``log_dir`` and its write descriptor; older logs beyond ``keep`` go.
+
+    A unique name opened with O_EXCL | O_NOFOLLOW, mode 0600: an existing file or a planted
+    symlink is never written through.
+    """
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = log_dir / f"{_LOG_PREFIX}{stamp}-{os.getpid()}-{secrets.token_hex(4)}{_LOG_SUFFIX}"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise StateDirError(
+            f"cannot create the Spark driver log {path}: {exc.strerror}",
+            hint=f"check the directory {log_dir} (it must be yours, writable, without stray files)",
+        ) from exc
+    prune_driver_logs(log_dir, keep=keep)
+    return path, fd
+
+
+def prune_driver_logs(log_dir: Path, *, keep: int = KEEP_DRIVER_LOGS) -> list[Path]:
+    """Delete all but the newest ``keep`` driver logs of ``log_dir``; returns what was deleted.
+
+    Only regular files named like a driver log are considered; nothing else in the directory is
+    touched, and a symlink is never followed.
+    """
+    logs: list[tuple[float, str, Path]] = []
+    with os.scandir(log_dir) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith(_LOG_PREFIX) and name.endswith(_LOG_SUFFIX):
+                with contextlib.suppress(FileNotFoundError):  # pruned by a concurrent session
+                    if entry.is_file(follow_symlinks=False):
+                        logs.append((entry.stat(follow_symlinks=False).st_mtime, name, Path(entry)))
+    logs.sort(reverse=True)
+    removed = []
+    for _, _, path in logs[keep:]:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
 def _check_java() -> None:
     from logstore_cli.kafka.local_broker import java_executable
 
@@ -117,11 +187,10 @@ def _check_java() -> None:
 
 
 @contextlib.contextmanager
-def _stderr_to(path: Path) -> Iterator[None]:
-    """Point fd 2 at ``path`` while the JVM starts: the JVM inherits it and keeps it."""
+def _stderr_to(fd: int) -> Iterator[None]:
+    """Point fd 2 at ``fd`` (then closed) while the JVM starts: the JVM inherits it and keeps it."""
     sys.stderr.flush()
     saved = os.dup(2)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.dup2(fd, 2)
         yield

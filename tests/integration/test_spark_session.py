@@ -1,11 +1,21 @@
-"""The Spark session builder reports the JVM's own error when the JVM cannot start."""
+"""The Spark session builder: the JVM's own error when it cannot start; Spark's files in their place.
+
+Spark writes its driver log and SQL warehouse under the state dir, never into the current directory.
+"""
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def test_jvm_start_failure_shows_the_jvm_error(tmp_path: Path) -> None:
@@ -35,3 +45,31 @@ def test_jvm_start_failure_shows_the_jvm_error(tmp_path: Path) -> None:
     assert "STARTED" not in proc.stdout, proc.stdout
     assert "MESSAGE: the Spark JVM did not start" in proc.stdout, proc.stdout + proc.stderr
     assert "Invalid maximum heap size: -Xmx12zz" in proc.stdout, proc.stdout
+
+
+def test_session_keeps_its_warehouse_and_logs_in_its_work_dir(spark: SparkSession) -> None:
+    value = spark.conf.get("spark.sql.warehouse.dir")
+    assert value is not None and value.startswith("file:"), value
+    warehouse = Path(urlparse(value).path)
+    assert warehouse.name == "warehouse" and Path.cwd() not in warehouse.parents
+    logs = warehouse.parent / "logs"
+    assert stat.S_IMODE(logs.stat().st_mode) == 0o700
+    driver_logs = list(logs.glob("driver-*.log"))
+    assert driver_logs and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in driver_logs)
+
+
+def test_create_table_leaves_nothing_in_the_current_directory(tmp_path: Path) -> None:
+    cwd, state = tmp_path / "cwd", tmp_path / "state"
+    cwd.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "logstore_cli", "create-table", "--json",
+         "--sql", "CREATE TABLE db.t (id INT NOT NULL, PRIMARY KEY (id) NOT ENFORCED) USING delta"],
+        cwd=cwd, env={**os.environ, "LOGSTORE_STATE_DIR": str(state)},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(os.listdir(cwd)) == ["warehouse"]  # no spark-warehouse/, metastore_db, derby.log
+    assert (cwd / "warehouse" / "db" / "t" / "_delta_log").is_dir()
+    logs = state / "spark" / "logs"
+    assert stat.S_IMODE((state / "spark").stat().st_mode) == 0o700
+    assert [p.name[:7] for p in logs.iterdir()] == ["driver-"]

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from logstore_cli.jobs.spark import DELTA_CONF, SparkSettings, session_conf
 
 
@@ -25,3 +27,31 @@ def test_user_confs_win_and_user_jars_are_kept() -> None:
     conf = session_conf(settings, [Path("/j/delta.jar")])
     assert conf["spark.ui.enabled"] == "true"
     assert conf["spark.jars"] == "/j/delta.jar,/mine.jar"
+
+
+def test_spark_warehouse_is_under_the_work_dir_not_the_cwd(tmp_path: Path) -> None:
+    conf = session_conf(SparkSettings(work_dir=tmp_path / "spark"), [])
+    assert conf["spark.sql.warehouse.dir"] == (tmp_path / "spark" / "warehouse").as_uri()
+
+
+def test_spark_warehouse_defaults_to_the_state_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOGSTORE_STATE_DIR", str(tmp_path / "state"))
+    for master in ("local[2]", "yarn"):  # a cluster driver must not litter its CWD either
+        conf = session_conf(SparkSettings(master=master), [])
+        assert conf["spark.sql.warehouse.dir"] == (tmp_path / "state/spark/warehouse").as_uri()
+
+
+def test_a_relative_state_dir_gives_an_absolute_warehouse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LOGSTORE_STATE_DIR", "rel")
+    conf = session_conf(SparkSettings(), [])
+    assert conf["spark.sql.warehouse.dir"] == (tmp_path / "rel/spark/warehouse").as_uri()
+
+
+def test_the_users_warehouse_dir_wins() -> None:
+    conf = session_conf(SparkSettings(conf={"spark.sql.warehouse.dir": "/mine"}), [])
+    assert conf["spark.sql.warehouse.dir"] == "/mine"

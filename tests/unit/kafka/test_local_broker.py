@@ -2,11 +2,14 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from logstore_cli.errors import BrokerError
+from logstore_cli.errors import BrokerError, ConfigError, StateDirError
 from logstore_cli.kafka import local_broker
 
 
@@ -46,8 +49,8 @@ def test_state_round_trip_and_not_running(tmp_path: Path) -> None:
     (local_broker.broker_dir(tmp_path) / "broker.json").write_text(json.dumps(info.__dict__))
     assert local_broker.read_state(tmp_path) == info
     assert not local_broker.is_running(info)
-    # stop() of a dead broker clears its state and never signals an unrelated pid
-    assert local_broker.stop(tmp_path) == info
+    # stop() of a dead broker stops nothing, clears its record and never signals an unrelated pid
+    assert local_broker.stop(tmp_path) is None
     assert local_broker.read_state(tmp_path) is None
 
 
@@ -81,3 +84,118 @@ def test_missing_java_is_a_setup_error(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_answers_metadata_false_when_nothing_listens() -> None:
     port = local_broker.free_port()
     assert local_broker.answers_metadata(f"127.0.0.1:{port}", timeout_s=1.0) is False
+
+
+def _record_cluster(
+    state_dir: Path, *, port: int, controller_port: int, sasl_port: int | None = None
+) -> local_broker.ClusterState:
+    cluster = local_broker.ClusterState(
+        local_broker.new_cluster_id(), port, controller_port, sasl_port
+    )
+    local_broker.broker_dir(state_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+    (local_broker.broker_dir(state_dir) / "cluster.json").write_text(json.dumps(cluster.__dict__))
+    return cluster
+
+
+@pytest.fixture
+def listening() -> Iterator[int]:
+    """A port something else listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield int(s.getsockname()[1])
+
+
+def test_recorded_port_taken_is_a_clear_error(tmp_path: Path, listening: int) -> None:
+    _record_cluster(tmp_path, port=listening, controller_port=local_broker.free_port())
+    with pytest.raises(BrokerError) as info:
+        local_broker.start(tmp_path, classpath=[])
+    err = info.value
+    assert f"port {listening}" in err.message and "used by another process" in err.message
+    assert err.hint and "--port" in err.hint and "--fresh" in err.hint
+    assert local_broker.read_state(tmp_path) is None
+    assert not (local_broker.broker_dir(tmp_path) / "server.properties").exists()  # nothing ran
+
+
+def test_explicit_port_taken_is_a_clear_error(tmp_path: Path, listening: int) -> None:
+    with pytest.raises(BrokerError, match=f"port {listening} on 127.0.0.1 is already in use"):
+        local_broker.start(tmp_path, port=listening, classpath=[])
+
+
+def test_restart_reuses_the_recorded_ports(tmp_path: Path) -> None:
+    client, controller, sasl = local_broker._free_ports(3)
+    _record_cluster(tmp_path, port=client, controller_port=controller, sasl_port=sasl)
+    recorded = local_broker.read_cluster(tmp_path)
+    assert local_broker._choose_ports(recorded, None, sasl=True) == (client, controller, sasl)
+    assert local_broker._choose_ports(recorded, None, sasl=False) == (client, controller, None)
+
+
+def test_taken_controller_port_moves_silently(tmp_path: Path, listening: int) -> None:
+    client = local_broker.free_port()
+    _record_cluster(tmp_path, port=client, controller_port=listening)
+    chosen = local_broker._choose_ports(local_broker.read_cluster(tmp_path), None, sasl=True)
+    assert chosen[0] == client
+    assert chosen[1] not in (listening, client) and chosen[2] not in (listening, client, chosen[1])
+
+
+def test_explicit_port_overrides_the_recorded_one(tmp_path: Path) -> None:
+    recorded, wanted = local_broker._free_ports(2)
+    _record_cluster(tmp_path, port=recorded, controller_port=wanted)  # collides with the new port
+    port, controller, _ = local_broker._choose_ports(
+        local_broker.read_cluster(tmp_path), wanted, sasl=False
+    )
+    assert port == wanted and controller not in (wanted, recorded)
+
+
+def test_unreadable_cluster_file_names_the_fix(tmp_path: Path) -> None:
+    local_broker.broker_dir(tmp_path).mkdir()
+    (local_broker.broker_dir(tmp_path) / "cluster.json").write_text('{"port": 1}')
+    with pytest.raises(BrokerError, match="unreadable") as info:
+        local_broker.read_cluster(tmp_path)
+    assert info.value.hint and "--fresh" in info.value.hint
+
+
+def test_state_dir_below_a_file_is_an_input_error(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    state_dir = afile / "below"
+    for call in (
+        lambda: local_broker.start(state_dir, classpath=[]),
+        lambda: local_broker.read_state(state_dir),
+        lambda: local_broker.stop(state_dir),
+    ):
+        with pytest.raises(ConfigError) as info:
+            call()
+        assert info.value.exit_code == 2
+        assert str(state_dir) in info.value.message and str(afile) in info.value.message
+        assert info.value.hint and "LOGSTORE_STATE_DIR" in info.value.hint
+    assert afile.read_text() == ""
+
+
+def test_symlinked_broker_dir_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    local_broker.broker_dir(state_dir).symlink_to(elsewhere)
+    with pytest.raises(StateDirError, match="symbolic link"):
+        local_broker.start(state_dir, fresh=True, classpath=[])
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_symlinked_data_dir_is_refused_without_fresh(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("mine")
+    local_broker.broker_dir(tmp_path).mkdir()
+    (local_broker.broker_dir(tmp_path) / "data").symlink_to(elsewhere)
+    with pytest.raises(StateDirError, match="symbolic link") as info:
+        local_broker.start(tmp_path, classpath=[])
+    assert info.value.hint and "--state-dir" in info.value.hint
+    assert (elsewhere / "keep").read_text() == "mine"
+
+
+def test_broker_files_are_private(tmp_path: Path) -> None:
+    local_broker._write_private(tmp_path / "x.json", "{}")
+    assert stat.S_IMODE((tmp_path / "x.json").stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temp file left
