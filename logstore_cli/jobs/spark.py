@@ -126,7 +126,20 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
             hint=f"full JVM output: {log_file}",
         ) from exc
     spark.sparkContext.setLogLevel("WARN")
+    _quiet_query_context_loggers()
     return spark
+
+
+def _quiet_query_context_loggers() -> None:
+    """PySpark logs every failed query as a JSON line with a Java stack trace on stderr before
+    raising it; logstore turns that exception into one clear message, so the line is only noise."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        # Created through PySparkLogger: its callers pass keyword arguments a plain Logger refuses.
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def driver_log_dir(settings: SparkSettings) -> Path:

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
+import pytest
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -73,3 +75,14 @@ def test_create_table_leaves_nothing_in_the_current_directory(tmp_path: Path) ->
     logs = state / "spark" / "logs"
     assert stat.S_IMODE((state / "spark").stat().st_mode) == 0o700
     assert [p.name[:7] for p in logs.iterdir()] == ["driver-"]
+
+
+def test_a_failed_query_prints_no_json_log_line(
+    spark: SparkSession, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from pyspark.errors import PySparkException
+
+    with pytest.raises(PySparkException):
+        spark.sql("ALTER TABLE delta.`/nonexistent` SET TBLPROPERTIES ('owner' = 'x')")
+    captured = capfd.readouterr()
+    assert "SQLQueryContextLogger" not in captured.err and "Py4JJavaError" not in captured.err
