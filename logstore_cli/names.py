@@ -10,6 +10,7 @@ path. Pure: no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from logstore_cli.errors import InvalidInputError
@@ -33,6 +34,24 @@ def identifier_problem(part: str, what: str) -> str | None:
         shown = part.encode("unicode_escape").decode("ascii")
         return f"the {what} name '{shown}' may only contain {NAME_RULE}"
     return None
+
+
+def part_problems(parts: Sequence[str]) -> list[tuple[int, str]]:
+    """``(index, message)`` for each part of a 1- to 3-part name that breaks the rule.
+
+    For callers that point at the part itself (the DDL's diagnostics): each message says what the
+    part is (catalog, database or table), what is wrong, and the rule. A name of more than three
+    parts is the caller's to report: its parts have no roles.
+    """
+    roles = ("catalog", "database", "table")[3 - len(parts) :] if len(parts) <= 3 else ()
+    found: list[tuple[int, str]] = []
+    for index, (part, what) in enumerate(zip(parts, roles, strict=False)):
+        problem = identifier_problem(part, what)
+        if problem is not None:
+            if NAME_RULE not in problem:
+                problem += f"; names use only {NAME_RULE}"
+            found.append((index, problem))
+    return found
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from logstore_cli.ddl.properties import check_properties
 from logstore_cli.ddl.source import Issue, Span
 from logstore_cli.ddl.syntax import CreateTable, Name
 from logstore_cli.model import ColumnSpec, TableSpec
+from logstore_cli.names import part_problems
 
 
 def build_table(node: CreateTable, options: ParseOptions) -> tuple[TableSpec | None, list[Issue]]:
@@ -19,6 +20,9 @@ def build_table(node: CreateTable, options: ParseOptions) -> tuple[TableSpec | N
 
     name_span = Span(node.name[0].span.start, node.name[-1].span.end)
     display = ".".join(n.text for n in node.name)
+    # Database and table become directories of the warehouse: one rule, shared with the CLI.
+    for index, problem in part_problems([n.text for n in node.name]):
+        error(f"invalid table name: {problem}", node.name[index].span)
     if node.elided is not None:
         error(
             "the column list is elided ('...'), as in documentation; write out the columns, "

@@ -146,11 +146,11 @@ class _StatementParser:
             self.expected(what or f"'{symbol}'")
         return self.advance()
 
-    def identifier(self, what: str) -> Name:
+    def identifier(self, what: str, *, allow_empty: bool = False) -> Name:
         tok = self.peek()
         if tok.kind not in (Kind.WORD, Kind.IDENT):
             self.expected(what)
-        if tok.kind is Kind.IDENT and not tok.text:
+        if tok.kind is Kind.IDENT and not tok.text and not allow_empty:
             self.fail("empty quoted identifier", tok.span)
         self.advance()
         return Name(tok.text, tok.span)
@@ -279,9 +279,10 @@ class _StatementParser:
         )
 
     def qualified_name(self) -> list[Name]:
-        parts = [self.identifier("a table name")]
+        # An empty `` part is read here and rejected by build.py with the naming rule.
+        parts = [self.identifier("a table name", allow_empty=True)]
         while self.accept_symbol("."):
-            parts.append(self.identifier("a name after '.'"))
+            parts.append(self.identifier("a name after '.'", allow_empty=True))
         if len(parts) > 3:
             self.error(
                 "a table name has at most three parts (catalog.database.table)", parts[3].span

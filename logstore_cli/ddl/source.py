@@ -18,6 +18,13 @@ _DOUBLE_TYPO = "“”„‟"
 _SINGLE_TYPO = "‘’‚‛"  # noqa: RUF001
 # Invisible characters that documents and editors slip into pasted DDL; they separate words.
 _INVISIBLE = str.maketrans(dict.fromkeys("\ufeff\u200b\u200c\u200d\u2060\u00a0\u202f", " "))
+# Control characters of the input are shown as their Unicode pictures (␁, ␛), one for one: a
+# diagnostic must not send escape sequences to the terminal, nor shift the caret.
+_SHOWN_CONTROLS = str.maketrans(
+    {i: 0x2400 + i for i in range(32) if chr(i) != "\t"}
+    | {0x7F: 0x2421}
+    | dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
+)
 _INTERESTING = re.compile(r"--|/\*|['\"`]|[" + _DOUBLE_TYPO + _SINGLE_TYPO + "]")
 
 
@@ -58,8 +65,9 @@ class Source:
 
     def diagnostic(self, issue: Issue, mask: Sequence[Span] = ()) -> Diagnostic:
         """Pin ``issue`` to its line, with the source line shown and ``mask``ed spans starred."""
+        message = issue.message.translate(_SHOWN_CONTROLS)  # it may quote a key or a name
         if issue.span is None:
-            return Diagnostic(issue.message, file=self.filename, severity=issue.severity)
+            return Diagnostic(message, file=self.filename, severity=issue.severity)
         line, col = self.line_col(issue.span.start)
         bounds = self.line_span(line)
         end = min(max(issue.span.end, issue.span.start + 1), bounds.end)
@@ -69,12 +77,12 @@ class Source:
                 if i - bounds.start < len(chars):
                     chars[i - bounds.start] = "*"
         return Diagnostic(
-            issue.message,
+            message,
             file=self.filename,
             line=line,
             col=col,
             end_col=max(end - bounds.start + 1, col + 1),
-            source_line="".join(chars),
+            source_line="".join(chars).translate(_SHOWN_CONTROLS),
             severity=issue.severity,
         )
 
