@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Any
 
 REDACTED = "***"
@@ -44,10 +44,75 @@ _KEY_QUALIFIERS = frozenset(
 _SECRET_SUFFIXES = ("password", "secret", "token")
 # A value that carries a credential whatever its key is called (e.g. a JAAS line in a custom key).
 _SECRET_VALUE = re.compile(r"(password|secret|token)\s*=", re.IGNORECASE)
-
-
 # Whole keys that carry secrets without saying so (librdkafka's OIDC config holds client secrets).
 _SECRET_KEYS = frozenset({"sasl.oauthbearer.config"})
+
+# Near misses: a misspelt secret key must stay secret. Words of five letters and more are matched
+# with one typo; shorter ones ("pwd", "jaas") and "passwd" (one typo from "passed") only exactly,
+# but their usual keys are matched whole, where one or two typos are still unambiguous.
+_FUZZY_WORDS = tuple(sorted(w for w in _SECRET_WORDS if len(w) >= 5 and w != "passwd"))
+_FUZZY_SUFFIXES = ("password", "secret")  # "sslpasword"; "token" would catch "mistaken"
+_FUZZY_KEYS = tuple(sorted({"sasl.jaas.config", *_SECRET_KEYS}))
+_WORD = re.compile(r"[^._\-]+")
+
+
+def _one_deletion(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+def _deletion_index(words: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Each word and its one-deletion forms -> the words: two words one edit apart share a form
+    (symmetric deletion), so a lookup finds the candidates without comparing every pair."""
+    index: dict[str, set[str]] = {}
+    for word in words:
+        for form in {word} | _one_deletion(word):
+            index.setdefault(form, set()).add(word)
+    return {form: tuple(sorted(found)) for form, found in index.items()}
+
+
+_WORD_INDEX = _deletion_index(_FUZZY_WORDS)
+
+
+@cache
+def _suffix_neighbours() -> dict[str, str]:
+    """Every string one edit from a fuzzy suffix -> that suffix; built on first use (~1,100)."""
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    found: dict[str, str] = {}
+    for word in _FUZZY_SUFFIXES:
+        n = len(word)
+        forms = _one_deletion(word)
+        forms |= {word[:i] + c + word[i + 1 :] for i in range(n) for c in alphabet}
+        forms |= {word[:i] + c + word[i:] for i in range(n + 1) for c in alphabet}
+        forms |= {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(n - 1)}
+        forms.discard(word)
+        for form in forms:
+            found.setdefault(form, word)
+    return found
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Edits (insert, delete, substitute, swap two neighbours) from ``a`` to ``b``, up to ``limit``.
+
+    Returns ``limit + 1`` as soon as the distance is known to exceed ``limit``, so that comparing a
+    key with many candidates stays cheap. Also the registry's measure for "did you mean".
+    """
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    if a == b:
+        return 0
+    before: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        row = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = ca != cb
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], before[j - 2] + 1)
+        if min(row) > limit:
+            return limit + 1
+        before, prev = prev, row
+    return min(prev[-1], limit + 1)
 
 
 @lru_cache(maxsize=4096)  # the same few keys recur in every table of a file
@@ -55,19 +120,80 @@ def is_secret_key(key: str) -> bool:
     """Whether a property key names a secret (passwords, keys, ``sasl.jaas.config``, tokens ...).
 
     The one rule for the whole tool: DDL output, table metadata and Kafka client messages use it.
+    A near miss of a secret key (``sasl.jass.config``, ``ssl.keystore.pasword``) is secret too:
+    a typo must not be what prints or stores a password.
     """
+    return _names_a_secret(key) or misspelt_secret_key(key) is not None
+
+
+def _is_secret_word(word: str) -> bool:
+    return any(
+        w in _SECRET_WORDS or w.endswith(_SECRET_SUFFIXES)
+        for w in (word, word.removesuffix("s"))  # also "secrets", "passwords", "tokens"
+    )
+
+
+def _names_a_secret(key: str) -> bool:
     if key.lower().endswith(tuple(_SECRET_KEYS)):
         return True
     words = [w for w in re.split(r"[._\-]+", key.lower()) if w]
     if not words:
         return False
-    if any(w in _SECRET_WORDS or w.endswith(_SECRET_SUFFIXES) for w in words):
+    if any(_is_secret_word(w) for w in words):
         return True
     if words[-1] == "key" or ("user" in words and "info" in words):
         return True
     return any(
         w == "key" and i > 0 and words[i - 1] in _KEY_QUALIFIERS for i, w in enumerate(words)
     )
+
+
+@lru_cache(maxsize=4096)
+def misspelt_secret_key(key: str) -> str | None:
+    """``key`` with its misspelt secret word or key corrected, when it has one; else None.
+
+    ``properties.sasl.jass.config`` -> ``properties.sasl.jaas.config``, ``kafka.ssl.key.pasword``
+    -> ``kafka.ssl.key.password``. A key spelt right (secret or not) gives None.
+    """
+    lower = key.lower()
+    spans = [(m.start(), m.end()) for m in _WORD.finditer(lower)]
+    for start, end in spans:
+        word = lower[start:end]
+        if _is_secret_word(word):
+            continue
+        fixed = _near_word(word)
+        if fixed is not None:
+            return key[:start] + fixed + key[end:]
+    words = [lower[s:e] for s, e in spans]
+    for secret in _FUZZY_KEYS:
+        parts = secret.split(".")
+        if len(spans) < len(parts) or not set(parts) & set(words[-len(parts) :]):
+            continue  # matched whole only with one of its words spelt right: cheap to rule out
+        tail = ".".join(words[-len(parts) :])
+        limit = 1 if len(secret) < 16 else 2
+        if 0 < edit_distance(tail, secret, limit) <= limit:
+            return key[: spans[-len(parts)][0]] + secret
+    return None
+
+
+def _near(word: str, index: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The word of ``index`` one edit away from ``word``, if any."""
+    for form in {word} | _one_deletion(word):
+        for candidate in index.get(form, ()):
+            if edit_distance(word, candidate, 1) == 1:
+                return candidate
+    return None
+
+
+def _near_word(word: str) -> str | None:
+    """The secret word ``word`` is one typo away from (also as the end of a longer word)."""
+    if (found := _near(word, _WORD_INDEX)) is not None:
+        return found
+    neighbours = _suffix_neighbours()
+    for cut in range(5, min(10, len(word))):  # the suffixes' lengths, one more or less
+        if (suffix := neighbours.get(word[-cut:])) is not None:
+            return word[:-cut] + suffix
+    return None
 
 
 def is_secret_value(value: str) -> bool:

@@ -30,6 +30,7 @@ from logstore_cli.model import (
     LogStoreSpec,
     ReadMode,
     StartupMode,
+    misspelt_secret_key,
     redact,
 )
 
@@ -114,13 +115,13 @@ class _Checker:
                 self.problem(f"property key '{key}' has leading or trailing spaces", key)
             elif (defn := registry.lookup(key)) is not None:
                 self.known(defn, key, value)
-            elif (prefix := registry.passthrough_prefix(key)) is not None:
-                self.passthrough(key[len(prefix) :], key, value)
             elif key.startswith(registry.TOPIC_CONFIG_PREFIX):
                 if key == registry.TOPIC_CONFIG_PREFIX:
                     self.problem(f"'{key}' names no topic config: write '{key}<config>'", key)
-            else:
-                self.other(key)
+            elif (unknown := _unknown_key(key)) is not None:
+                self.problem(unknown, key)
+            elif (prefix := registry.passthrough_prefix(key)) is not None:
+                self.passthrough(key[len(prefix) :], key, value)
 
     def known(self, defn: registry.PropertyDef, key: str, value: str) -> None:
         if value.strip() in ELLIPSES:
@@ -149,6 +150,14 @@ class _Checker:
         if not name:
             self.problem(f"'{key}' names no Kafka client setting: write '{key}<setting>'", key)
             return
+        if (meant := misspelt_secret_key(key)) is not None:
+            # Not an error: the client key space is open. But a typo here is a login that fails.
+            self.problem(
+                f"'{key}' looks like a misspelling of '{meant}', which the Kafka client would "
+                "not recognize; its value is treated as a secret",
+                key,
+                severity="warning",
+            )
         prev = self.client.get(name)
         if prev is None:
             self.client[name] = _Setting(key, value, value)
@@ -158,25 +167,6 @@ class _Checker:
                 key,
                 True,
             )
-
-    def other(self, key: str) -> None:
-        lower = key.lower()
-        if lower != key and (registry.lookup(lower) or registry.passthrough_prefix(lower)):
-            defn = registry.lookup(lower)
-            self.problem(
-                f"unknown property '{key}' (keys are case-sensitive); did you mean "
-                f"'{defn.key if defn else lower}'?",
-                key,
-            )
-        elif registry.is_reserved(key):
-            close = registry.suggest(key)
-            prefix = next(p for p in registry.RESERVED_PREFIXES if lower.startswith(p))
-            hint = (
-                f"did you mean '{close}'?"
-                if close
-                else f"keys under '{prefix}' are reserved; 'logstore properties' lists them"
-            )
-            self.problem(f"unknown property '{key}'; {hint}", key)
 
     # -- what the properties say together -----------------------------------------------------
 
@@ -373,6 +363,44 @@ class _Checker:
             )
             return None
         return value
+
+
+def _unknown_key(key: str) -> str | None:
+    """Why ``key`` (not in the registry) cannot be kept as written; None when it can.
+
+    Keys under the reserved prefixes must be known; elsewhere only a near miss of a known key is
+    an error, so that the open key spaces (Kafka client settings, other engines' options) stay open.
+    """
+    lower = key.lower()
+    written_prefix = registry.passthrough_prefix(key)
+    if (
+        lower != key
+        and written_prefix is None
+        and (registry.lookup(lower) or registry.passthrough_prefix(lower))
+    ):
+        defn = registry.lookup(lower)
+        return (
+            f"unknown property '{key}' (keys are case-sensitive); did you mean "
+            f"'{defn.key if defn else lower}'?"
+        )
+    if registry.is_reserved(key):
+        close = registry.suggest(key)
+        prefix = next(p for p in registry.RESERVED_PREFIXES if lower.startswith(p))
+        hint = (
+            f"did you mean '{close}'?"
+            if close
+            else f"keys under '{prefix}' are reserved; 'logstore properties' lists them"
+        )
+        return f"unknown property '{key}'; {hint}"
+    if (close := registry.near_miss(key)) is not None:
+        return f"unknown property '{key}'; did you mean '{close}'?"
+    if (meant := registry.misspelt_reserved_prefix(key)) is not None:
+        written = key[: key.index(".") + 1]
+        return (
+            f"unknown property '{key}': '{written}' looks like a misspelling of the prefix "
+            f"'{meant}', whose keys 'logstore properties' lists"
+        )
+    return None
 
 
 def _same(value: str) -> str:

@@ -11,9 +11,10 @@ import difflib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
-from logstore_cli.model import DEFAULT_PARTITIONS, DEFAULT_REPLICATION
+from logstore_cli.model import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, edit_distance
 
 # Keys under these prefixes must be known: a misspelling is an error, not a silently ignored key.
 RESERVED_PREFIXES = ("log-store.", "log.", "mixed-format.", "arctic.")
@@ -21,6 +22,8 @@ RESERVED_PREFIXES = ("log-store.", "log.", "mixed-format.", "arctic.")
 PASSTHROUGH_PREFIXES = ("properties.", "kafka.")
 # logstore's own extension: Kafka topic configs for the topic it creates (provision reads them).
 TOPIC_CONFIG_PREFIX = "log.topic."
+# logstore's managed keys in Delta metadata: close to "log-store." but not a misspelling of it.
+MANAGED_PREFIX = "logstore."
 
 
 class PropType(StrEnum):
@@ -337,6 +340,45 @@ def suggest(key: str) -> str | None:
     return found.key if matches[0] in found.aliases else matches[0]
 
 
+_WORD = re.compile(r"[^._\-]+")
+_BY_WORD: dict[str, list[str]] = {}  # a word of a known key (split on . - _) -> the keys
+for _k in _BY_KEY:
+    for _w in set(_WORD.findall(_k)):
+        _BY_WORD.setdefault(_w, []).append(_k)
+
+
+@lru_cache(maxsize=1024)
+def near_miss(key: str) -> str | None:
+    """The known key that ``key`` is a typo of: one edit away (two for keys of 12 characters and
+    more) with at least one of its words spelt right, whatever its prefix. Tight on purpose: it
+    also judges keys outside the reserved prefixes (``scan.startup.mod``, ``log-stor.enabled``,
+    ``kafka.topics``), which are otherwise kept as written."""
+    lower = key.lower()
+    candidates = {k for w in set(_WORD.findall(lower)) for k in _BY_WORD.get(w, ())}
+    best: tuple[int, str] | None = None
+    for known in sorted(candidates):
+        limit = 1 if len(known) < 12 else 2
+        distance = edit_distance(lower, known, limit)
+        if 0 < distance <= limit and (best is None or distance < best[0]):
+            best = (distance, known)
+    return _BY_KEY[best[1]].key if best else None
+
+
+def misspelt_reserved_prefix(key: str) -> str | None:
+    """The reserved prefix ``key`` starts with a misspelling of (``log-stor.x`` -> ``log-store.``).
+
+    Only the long prefixes: one typo from ``log.`` is too many ordinary words (``logs.``, ``lag.``).
+    """
+    head, dot, _ = key.lower().partition(".")
+    if not dot or key.lower().startswith(MANAGED_PREFIX):
+        return None
+    for prefix in RESERVED_PREFIXES:
+        name = prefix.removesuffix(".")
+        if len(name) >= 6 and edit_distance(head, name, 1) == 1:
+            return prefix
+    return None
+
+
 def normalize(defn: PropertyDef, value: str) -> str | None:
     """``value`` in canonical form for ``defn``, or None when it is not a valid value."""
     if defn.type in (PropType.BOOLEAN, PropType.ENUM):
@@ -388,9 +430,13 @@ def markdown_table() -> str:
     notes = (
         "Keys under `log-store.`, `log.`, `mixed-format.` and `arctic.` must be listed here (a "
         "misspelt one is an error with the nearest key suggested); any other key is kept as "
-        "written. Both vocabularies may appear in one table, but where they say the same thing "
-        "they must agree. Values of secret keys (passwords, keys, tokens, `sasl.jaas.config`) are "
-        "shown as `***` in every output."
+        "written, unless it is a typo of a listed key (`scan.startup.mod`, `log-stor.enabled`, "
+        "`kafka.topics`) or starts with a misspelt reserved prefix (`log-stor.`): that is an "
+        "error too, with the key or prefix suggested. Both vocabularies may "
+        "appear in one table, but where they say the same thing they must agree. Values of "
+        "secret keys (passwords, keys, tokens, `sasl.jaas.config`, and their misspellings such "
+        "as `sasl.jass.config`) are shown as `***` in every output and never stored in the "
+        "table's metadata."
     )
     defaults = (
         "Defaults when the log store is on: the topic has none (an error); the broker address "

@@ -13,7 +13,9 @@ from logstore_cli.model import (
     FrozenMap,
     LogStoreSpec,
     TableSpec,
+    edit_distance,
     is_secret_key,
+    misspelt_secret_key,
 )
 
 pytestmark = pytest.mark.unit
@@ -116,7 +118,84 @@ def test_names() -> None:
         ("ssl.keystore.location", False),
         ("primary_key_columns", False),
         ("kafka.topic", False),
+        # near misses of secret keys are secrets too
+        ("properties.sasl.jass.config", True),
+        ("kafka.sasl.jaas.confg", True),
+        ("sasl.oauthbaerer.config", True),
+        ("kafka.ssl.key.pasword", True),
+        ("properties.sasl.pasword", True),
+        ("ssl.keystore.passwrod", True),
+        ("ssl.truststore.passwd", True),
+        ("client.secrte", True),
+        ("client_secrets", True),
+        ("api_tokn", True),
+        ("my.credentals", True),
+        ("sslpasword", True),
+        # ... but not ordinary keys a typo away from a secret word
+        ("passport.number", False),
+        ("tests.passed", False),
+        ("spark.jars", False),
+        ("mistaken.setting", False),
+        ("sasl.mechanism", False),
+        ("sasl.kerberos.service.name", False),
+        ("ssl.endpoint.identification.algorithm", False),
+        ("transactional.id", False),
     ],
 )
 def test_secret_keys(key: str, secret: bool) -> None:
     assert is_secret_key(key) is secret
+
+
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("properties.sasl.jass.config", "properties.sasl.jaas.config"),
+        ("kafka.ssl.key.pasword", "kafka.ssl.key.password"),
+        ("properties.sasl.pasword", "properties.sasl.password"),
+        ("kafka.sasl_jas_confg", "kafka.sasl.jaas.config"),
+        ("Client.Secrte", "Client.secret"),
+        ("sasl.jaas.config", None),  # spelt right
+        ("client.secrets", None),  # a plural is no typo
+        ("kafka.topic", None),
+    ],
+)
+def test_misspelt_secret_key_names_the_key_meant(key: str, meant: str | None) -> None:
+    assert misspelt_secret_key(key) == meant
+
+
+def test_misspelt_secret_keys_are_redacted_and_not_stored() -> None:
+    from logstore_cli.catalog.warehouse import stored_properties
+
+    props = {"properties.sasl.jass.config": "hunter2", "kafka.ssl.truststore.passwrod": "hunter2"}
+    table = dataclasses.replace(_table(), properties=props)
+    assert "hunter2" not in str(table.to_json()) and "hunter2" not in repr(table)
+    stored, left_out = stored_properties(table)
+    assert "hunter2" not in str(stored)
+    assert left_out == list(props)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "distance"),
+    [
+        ("", "", 0),
+        ("abc", "abc", 0),
+        ("abc", "acb", 1),  # a swap of neighbours is one edit
+        ("jaas", "jass", 1),
+        ("kitten", "sitting", 3),
+        ("ca", "abc", 3),  # restricted: no edit of a swapped pair
+        ("password", "passport", 2),
+    ],
+)
+def test_edit_distance(a: str, b: str, distance: int) -> None:
+    assert edit_distance(a, b, 5) == distance
+    assert edit_distance(b, a, 5) == distance
+    assert edit_distance(a, b, distance) == distance
+    if distance:
+        assert edit_distance(a, b, distance - 1) == distance  # beyond the limit: limit + 1
+
+
+def test_secret_rule_is_cached() -> None:
+    is_secret_key.cache_clear()
+    for _ in range(3):
+        is_secret_key("properties.sasl.jass.config")
+    assert is_secret_key.cache_info().hits == 2

@@ -226,6 +226,102 @@ def test_keys_outside_reserved_prefixes_are_kept() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("scan.startup.mod", "scan.startup.mode"),
+        ("scan.mod", "scan.mode"),
+        ("log-stor.enabled", "log-store.enabled"),
+        ("logstore.topic", "log-store.topic"),
+        ("mixed-fromat.read.mode", "mixed-format.read.mode"),
+        ("streaming-read.mode", "streaming-read-mode"),
+        ("kafka.topics", "kafka.topic"),
+        ("kafka.bootstrap.server", "kafka.bootstrap.servers"),
+        ("kafka.bootstrap_servers", "kafka.bootstrap.servers"),
+    ],
+)
+def test_near_miss_of_a_known_key_is_an_error_anywhere(key: str, meant: str) -> None:
+    text = f"CREATE TABLE t (a INT) WITH (\n  '{key}' = 'x'\n);"
+    with pytest.raises(DDLError) as info:
+        parse_ddl(text, "t.sql")
+    (d,) = info.value.errors
+    assert (d.line, d.col, d.end_col) == (2, 3, 3 + len(key) + 2)  # the quoted key
+    assert d.message == f"unknown property '{key}'; did you mean '{meant}'?"
+
+
+def test_misspelt_reserved_prefix_is_an_error() -> None:
+    assert only_error("CREATE TABLE t (a INT) WITH ('log-stor.anything' = 'x');") == (
+        1,
+        30,
+        "unknown property 'log-stor.anything': 'log-stor.' looks like a misspelling of the "
+        "prefix 'log-store.', whose keys 'logstore properties' lists",
+    )
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "kafka.client.id",
+        "kafka.transactional.id",
+        "kafka.group.id",
+        "kafka.acks",
+        "kafka.topic.metadata.refresh.interval.ms",
+        "kafka.Security.protocol",  # client keys are the client's to judge
+        "properties.group.id",
+        "properties.topic",
+        "properties.bootstrap.servers",
+        "properties.sasl.mechanism",
+        "scan.startup.specific-offsets",
+        "scan.bounded.mode",
+        "scan.bounded.timestamp-millis",
+        "scan.topic-partition-discovery.interval",
+        "scan.timestamp",
+        "scan.snapshot-id",
+        "topic",
+        "format",
+        "key.format",
+        "streaming-read-overwrite",
+        "logs.retention",
+        "lag.ms",
+        "log_level",
+        "delta.enableChangeDataFeed",
+        "write.upsert.enabled",
+    ],
+)
+def test_other_keys_near_known_prefixes_are_kept(key: str) -> None:
+    props = "'log.system' = 'kafka', 'kafka.topic' = 't', 'kafka.bootstrap.servers' = 'h:1'"
+    # 'h:1' for all: properties.bootstrap.servers must agree with the address
+    (table,) = parse_ddl(f"CREATE TABLE t (a INT) WITH ({props}, '{key}' = 'h:1');")
+    assert table.properties[key] == "h:1"
+
+
+def test_java_client_keys_are_never_near_misses() -> None:
+    from logstore_cli.kafka.client_config import JAVA_ONLY_KEYS
+
+    for name in JAVA_ONLY_KEYS:
+        for prefix in ("kafka.", "properties."):
+            (table,) = parse_ddl(f"CREATE TABLE t (a INT) WITH ('{prefix}{name}' = '1');")
+            assert f"{prefix}{name}" in table.properties
+
+
+def test_misspelt_secret_client_key_is_a_warning_and_stays_secret() -> None:
+    text = (
+        "CREATE TABLE t (a INT) WITH ('log.system' = 'kafka', 'kafka.topic' = 't',\n"
+        "  'kafka.bootstrap.servers' = 'h:1', 'properties.sasl.jass.config' = 'hunter2');"
+    )
+    result = parse_document(text, "t.sql")
+    (warning,) = result.diagnostics
+    assert (warning.severity, warning.line, warning.col) == ("warning", 2, 38)
+    assert warning.message.startswith(
+        "'properties.sasl.jass.config' looks like a misspelling of 'properties.sasl.jaas.config'"
+    )
+    assert "hunter2" not in warning.render() and "*********" in warning.render()
+    (table,) = result.tables
+    assert "hunter2" not in str(table.to_json()) and "hunter2" not in repr(table)
+    assert table.log_store is not None
+    assert table.log_store.client_properties["sasl.jass.config"] == "hunter2"  # raw for the client
+
+
 def test_bad_boolean_lists_valid_values() -> None:
     assert only_error("CREATE TABLE t (a INT) WITH ('log-store.enabled' = 'yes');") == (
         1,

@@ -197,3 +197,14 @@ def test_topic_configs_are_a_known_prefix() -> None:
         resolve_log_store({**AMORO, "log.topic.": "x"}, "t")
     with pytest.raises(DDLError, match=r"did you mean 'log\.topic\.retention\.ms'"):
         resolve_log_store({**AMORO, "log.topik.retention.ms": "1"}, "t")
+
+
+def test_near_misses_are_errors_without_ddl_too() -> None:
+    # alter-table --set goes through the same check, without positions
+    with pytest.raises(DDLError) as info:
+        resolve_log_store({**PAIMON, "kafka.topics": "t2", "scan.startup.mod": "earliest"}, "db.t")
+    assert [d.message for d in info.value.errors] == [
+        "unknown property 'kafka.topics'; did you mean 'kafka.topic'?",
+        "unknown property 'scan.startup.mod'; did you mean 'scan.startup.mode'?",
+    ]
+    assert all(d.file == "db.t" and d.line is None for d in info.value.errors)
