@@ -1,22 +1,25 @@
 """The ``logstore`` Typer application and its single error edge.
 
-Domain errors (``LogstoreError``) are caught here, once, and printed as one clear message with the
-documented exit code; a traceback is shown only with ``--verbose``. Command modules are imported here
-but keep their heavy imports (pyspark, confluent_kafka) inside the functions that need them, so
-``logstore --help`` starts no JVM and stays fast.
+``main`` runs the app and owns every way it can end: domain errors (``LogstoreError``) become one
+clear message and the documented exit code, usage errors are Typer's, Ctrl-C is ``interrupted`` and
+130, anything else an internal error; a traceback is shown only with ``--verbose``. Command modules
+are imported here but keep their heavy imports (pyspark, confluent_kafka) inside the functions that
+need them, so ``logstore --help`` starts no JVM and stays fast.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import traceback
 from typing import Annotated
 
 import typer
 
 from logstore_cli import __version__
 from logstore_cli.cli import broker, ddl, setup, tables
-from logstore_cli.cli.output import Output
+from logstore_cli.cli.output import Output, setup_logging
 from logstore_cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, DDLError, LogstoreError
 
 app = typer.Typer(
@@ -54,6 +57,7 @@ def _root(
 ) -> None:
     global _verbose
     _verbose = verbose
+    setup_logging(verbose=verbose)
 
 
 app.add_typer(broker.app, name="broker")
@@ -68,28 +72,144 @@ app.command("drop-table")(tables.drop_table)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: run the app and turn errors into exit codes."""
-    try:
-        # Standalone mode: Typer/Click report usage errors themselves (exit 2) and exit.
-        app(args=argv, prog_name="logstore")
-    except LogstoreError as exc:
-        if _verbose:
-            import traceback
+    """Console-script entry point: run the app and turn its outcome into an exit code."""
+    sys.exit(run(argv))
 
-            traceback.print_exc()
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the app; every outcome, including Ctrl-C at any point, is a message and an exit code."""
+    watch = _SigintWatch()
+    try:
+        try:
+            # Not standalone: Typer would turn Ctrl-C into a silent 130, or "Aborted!" and 1 at a
+            # prompt, before this edge could tell.
+            result = app(args=argv, prog_name="logstore", standalone_mode=False)
+        except BaseException as exc:  # the edge: every outcome is reported here
+            return _report(exc, interrupted=watch.sigint_arrived() or _from_interrupt(exc))
+        code = result if isinstance(result, int) else 0
+        # Typer turns a KeyboardInterrupt into 130; a Ctrl-C that something swallowed still counts.
+        if code == EXIT_INTERRUPTED or watch.sigint_arrived():
+            return _report(None, interrupted=True)
+        return code
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one was being reported
+        return EXIT_INTERRUPTED
+    finally:
+        watch.close()
+
+
+def _report(exc: BaseException | None, *, interrupted: bool) -> int:
+    """Print what ended the run (on stderr) and return its exit code."""
+    if interrupted:
+        # Whatever surfaced after a Ctrl-C (KeyboardInterrupt, a py4j error from the broken JVM
+        # call, a domain error wrapping it) is the interrupt's consequence, not a failure to report.
+        if exc is not None and _verbose:
+            _print_traceback(exc)
+        Output().error("interrupted")
+        return EXIT_INTERRUPTED
+    if exc is None:
+        return 0
+    if isinstance(exc, SystemExit):
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_FAILURE)
+    if isinstance(exc, typer.Exit):
+        return exc.exit_code
+    if isinstance(exc, typer.Abort):  # end of input at a prompt
+        Output().error("aborted: no answer (end of input)")
+        return EXIT_FAILURE
+    if isinstance(exc, LogstoreError):
+        if _verbose:
+            _print_traceback(exc)
         if isinstance(exc, DDLError):  # FILE:LINE:COL: error: … with the source line
-            ddl.print_diagnostics(Output(), exc.diagnostics)
+            Output().diagnostics(exc.diagnostics)
         else:
             Output().error(exc.message, hint=exc.hint, detail=exc.detail)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        Output().error("interrupted")
-        sys.exit(EXIT_INTERRUPTED)
-    except Exception as exc:  # a bug: still no raw traceback unless asked for
-        if _verbose or os.environ.get("LOGSTORE_DEBUG"):
-            raise
-        Output().error(
-            f"internal error: {type(exc).__name__}: {exc}",
-            hint="re-run with --verbose for the traceback, and please report it",
-        )
-        sys.exit(EXIT_FAILURE)
+        return exc.exit_code
+    if isinstance(exc, typer.TyperException):  # usage errors: Typer's own rendering, exit 2
+        _show_usage_error(exc)
+        return exc.exit_code
+    if not isinstance(exc, Exception):  # GeneratorExit and the like: not ours to explain
+        raise exc
+    if _verbose:
+        _print_traceback(exc)
+    Output().error(
+        f"internal error: {type(exc).__name__}: {exc}",
+        hint=None if _verbose else "re-run with --verbose for the traceback, and please report it",
+    )
+    return EXIT_FAILURE
+
+
+def _show_usage_error(exc: typer.TyperException) -> None:
+    from typer import rich_utils
+
+    show = getattr(exc, "show", None)
+    try:
+        rich_utils.rich_format_error(exc)  # type: ignore[arg-type]
+    except Exception:  # a Typer without its Rich formatter: Click's plain form
+        if callable(show):
+            show()
+        else:
+            Output().error(exc.format_message())
+
+
+def _print_traceback(exc: BaseException) -> None:
+    traceback.print_exception(exc, file=sys.stderr)
+
+
+def _from_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is ``exc`` or anywhere in its chain of causes and contexts."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        todo += [e.__cause__, e.__context__]
+    return False
+
+
+class _SigintWatch:
+    """Remembers whether SIGINT arrived during the run, whoever handled it.
+
+    A flag set by our own handler would not do: Spark installs its own SIGINT handler when its
+    context starts (it cancels the running jobs, and its call into the JVM may then fail with a
+    py4j error instead of raising KeyboardInterrupt). The interpreter writes every caught signal's
+    number to the wakeup fd, whichever Python handler runs. Outside the main thread (where no
+    signal arrives) it watches nothing.
+    """
+
+    def __init__(self) -> None:
+        self._seen = False
+        self._fds: tuple[int, int] | None = None
+        self._previous = -1
+        try:
+            r, w = os.pipe()
+        except OSError:
+            return
+        os.set_blocking(r, False)
+        os.set_blocking(w, False)
+        try:
+            self._previous = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread
+            os.close(r)
+            os.close(w)
+            return
+        self._fds = (r, w)
+
+    def sigint_arrived(self) -> bool:
+        if self._fds is not None and not self._seen:
+            try:
+                while data := os.read(self._fds[0], 512):
+                    self._seen = self._seen or signal.SIGINT in data
+            except BlockingIOError:
+                pass
+        return self._seen
+
+    def close(self) -> None:
+        if self._fds is None:
+            return
+        signal.set_wakeup_fd(self._previous)
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,7 +14,7 @@ from rich.text import Text
 from logstore_cli.cli.options import JsonOpt, config_options
 from logstore_cli.cli.output import Output, simple_table
 from logstore_cli.config import Overrides, Uses
-from logstore_cli.errors import EXIT_INVALID_INPUT, Diagnostic, InvalidInputError
+from logstore_cli.errors import EXIT_INVALID_INPUT, InvalidInputError
 
 if TYPE_CHECKING:
     from logstore_cli.model import TableSpec
@@ -44,7 +44,7 @@ def validate(
     ctx = make_context(overrides)
     options = ParseOptions(default_bootstrap_servers=ctx.default_bootstrap)
     result = parse_document(text, name, options)
-    print_diagnostics(out, result.diagnostics)
+    out.diagnostics(result.diagnostics)
     if result.errors:
         raise typer.Exit(EXIT_INVALID_INPUT)
     out.emit([t.to_json() for t in result.tables], _render_tables(result.tables))
@@ -72,20 +72,6 @@ def properties(json_: JsonOpt = False) -> None:
         registry.to_json(),
         lambda c: c.print(simple_table("Table properties", columns, rows)),
     )
-
-
-def print_diagnostics(out: Output, diagnostics: Iterable[Diagnostic]) -> None:
-    """Print diagnostics on stderr as ``FILE:LINE:COL: error: MESSAGE`` + source line + caret."""
-    for d in diagnostics:
-        style = "bold red" if d.severity == "error" else "bold yellow"
-        where = f"{d.location}: " if d.location else ""
-        out.err.print(
-            Text.assemble(where, (f"{d.severity}:", style), " " + d.message),
-            soft_wrap=True,
-            highlight=False,
-        )
-        for line in d.excerpt():
-            out.err.print(Text(line), soft_wrap=True, highlight=False)
 
 
 def read_ddl(file: str) -> tuple[str, str]:
@@ -133,6 +119,8 @@ def _render_tables(tables: Sequence[TableSpec]) -> Callable[[Console], None]:
         console.print(simple_table("Tables", [*headers, "properties"], rows))
         if len(tables) > SUMMARY_ROWS:
             more = len(tables) - SUMMARY_ROWS
-            console.print(f"… and {more} more table{'s' if more != 1 else ''} (--json lists all)")
+            console.print(
+                Text(f"… and {more} more table{'s' if more != 1 else ''} (--json lists all)")
+            )
 
     return render

@@ -1,21 +1,29 @@
-"""Output in two forms: Rich for people at a terminal, JSON for scripts.
+"""The only way to the terminal: Rich for people, JSON for scripts.
 
-Commands build plain data (dicts, lists) and a render function; ``Output.emit`` either prints the data
-as JSON on stdout or lets the render function draw it. Messages and errors go to stderr so that stdout
-stays parseable.
+Commands build plain data (dicts, lists) and, for people, a render function; ``Output.emit`` prints
+the data as JSON on stdout in JSON mode, or lets the render function draw it. Messages, diagnostics,
+errors and log records go to stderr, so stdout stays parseable. Every text that reaches the terminal
+is plain text: names, values, paths and messages are never read as Rich markup (a ``[/red]`` in a
+table name is printed as it is).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from logstore_cli.errors import Diagnostic
+
+Renderer = Callable[[Console], None]
 
 
 def _stdout_console() -> Console:
@@ -39,12 +47,25 @@ class Output:
         self.out = _stdout_console()
         self.err = _stderr_console()
 
-    def emit(self, data: Any, render: Callable[[Console], None] | None = None) -> None:
-        if self.json_mode or render is None:
+    def emit(self, data: Any, render: Renderer | None = None) -> None:
+        """The command's result: JSON on stdout in JSON mode; else ``render`` draws it (if given).
+
+        A result without a renderer says nothing to people: its messages (``success``, ``info``)
+        already did.
+        """
+        if self.json_mode:
             sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
             sys.stdout.flush()
-        else:
+        elif render is not None:
             render(self.out)
+
+    def event(self, obj: dict[str, Any]) -> None:
+        """One progress event of a long-running command, in JSON mode only: one compact object per
+        line on stdout, flushed at once so that a reader sees it while the command runs. People get
+        progress from ``status`` and ``info`` instead."""
+        if self.json_mode:
+            sys.stdout.write(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
+            sys.stdout.flush()
 
     @contextmanager
     def status(self, message: str) -> Iterator[None]:
@@ -52,41 +73,58 @@ class Output:
         if self.json_mode or not self.err.is_terminal:
             yield
             return
-        with self.err.status(message):
+        with self.err.status(Text(message)):
             yield
 
     def info(self, message: str) -> None:
         """A progress or status line for people; silent in JSON mode."""
         if not self.json_mode:
-            self.err.print(message)
+            self.err.print(Text(message))
 
     def success(self, message: str) -> None:
         if not self.json_mode:
-            self.err.print(f"[green]✓[/green] {message}")
+            self.err.print(Text.assemble(("✓", "green"), " ", message))
 
     def warning(self, message: str) -> None:
-        self.err.print(f"[yellow]warning:[/yellow] {message}", markup=True)
+        """Printed in JSON mode too: a script's log should show what went wrong."""
+        self.err.print(Text.assemble(("warning:", "yellow"), " ", message))
 
     def error(self, message: str, *, hint: str | None = None, detail: str | None = None) -> None:
-        self.err.print(f"[bold red]error:[/bold red] {_escape(message)}")
+        self.err.print(Text.assemble(("error:", "bold red"), " ", message))
         if detail:
-            self.err.print(_escape(detail.rstrip()), style="dim")
+            self.err.print(Text(detail.rstrip(), style="dim"))
         if hint:
-            self.err.print(f"[cyan]hint:[/cyan] {_escape(hint)}")
+            self.err.print(Text.assemble(("hint:", "cyan"), " ", hint))
+
+    def diagnostics(self, diagnostics: Iterable[Diagnostic]) -> None:
+        """``FILE:LINE:COL: error: MESSAGE``, then the source line and a caret under the problem.
+
+        Never wrapped, even at a terminal: editors and CI parse the first line, and the caret must
+        stay under its column.
+        """
+        for d in diagnostics:
+            style = "bold red" if d.severity == "error" else "bold yellow"
+            where = f"{d.location}: " if d.location else ""
+            self.err.print(
+                Text.assemble(where, (f"{d.severity}:", style), " ", d.message), soft_wrap=True
+            )
+            for line in d.excerpt():
+                self.err.print(Text(line), soft_wrap=True)
 
 
 def simple_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
-    """A table of plain values: cells are text, never Rich markup (user data may hold '[')."""
-    table = Table(title=title, title_justify="left", header_style="bold")
+    """A table of plain values: title, headers and cells are text, never Rich markup."""
+    table = Table(title=_text(title), title_justify="left", header_style="bold")
     for col in columns:
-        table.add_column(col)
+        table.add_column(Text(col))
     for row in rows:
         table.add_row(*(Text("" if v is None else str(v)) for v in row))
     return table
 
 
 def key_value_table(title: str | None, pairs: Sequence[tuple[str, Any]]) -> Table:
-    table = Table(title=title, title_justify="left", show_header=False)
+    """Two columns, key (bold) and value; plain text like ``simple_table``."""
+    table = Table(title=_text(title), title_justify="left", show_header=False)
     table.add_column(style="bold")
     table.add_column()
     for key, value in pairs:
@@ -94,7 +132,67 @@ def key_value_table(title: str | None, pairs: Sequence[tuple[str, Any]]) -> Tabl
     return table
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
+def _text(title: str | None) -> Text | None:
+    return None if title is None else Text(title)
 
-    return escape(text)
+
+# -- logging -----------------------------------------------------------------------------------
+
+_LOGGER = "logstore_cli"
+_installed: list[logging.Handler] = []
+
+
+class _Levels(logging.Filter):
+    """``logstore_cli``'s records from ``ours`` up, other libraries' from ``others`` up."""
+
+    def __init__(self, ours: int, others: int) -> None:
+        super().__init__()
+        self.ours, self.others = ours, others
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        mine = record.name == _LOGGER or record.name.startswith(_LOGGER + ".")
+        return record.levelno >= (self.ours if mine else self.others)
+
+
+class _MessageHandler(logging.Handler):
+    """A record as the CLI's own ``warning:`` or ``error:`` line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            out = Output()
+            if record.levelno >= logging.ERROR:
+                out.error(record.getMessage())
+            else:
+                out.warning(record.getMessage())
+        except Exception:
+            self.handleError(record)
+
+
+def setup_logging(*, verbose: bool) -> None:
+    """Route log records to stderr, through one handler on the root logger (replaced, not added to,
+    by a second call).
+
+    Without ``verbose``: ``logstore_cli``'s warnings and errors as ``warning:``/``error:`` lines;
+    other libraries say nothing (py4j logs a traceback on the root logger whenever a JVM call is
+    interrupted or its connection drops: the CLI reports such failures itself). With ``verbose``:
+    every ``logstore_cli`` record from DEBUG up, and other libraries' warnings, through Rich with
+    time and origin. librdkafka's own log stays off either way (its logger does not propagate); its
+    failures reach the user as the CLI's errors.
+    """
+    root = logging.getLogger()
+    for old in _installed:
+        root.removeHandler(old)
+    _installed.clear()
+    handler: logging.Handler
+    if verbose:
+        from rich.logging import RichHandler
+
+        handler = RichHandler(console=_stderr_console(), markup=False)
+        handler.addFilter(_Levels(logging.DEBUG, logging.WARNING))
+    else:
+        handler = _MessageHandler()
+        handler.addFilter(_Levels(logging.WARNING, logging.CRITICAL + 1))
+    # The logger's own level gates records before any handler sees them.
+    logging.getLogger(_LOGGER).setLevel(logging.DEBUG if verbose else logging.NOTSET)
+    root.addHandler(handler)
+    _installed.append(handler)

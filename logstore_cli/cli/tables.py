@@ -195,7 +195,7 @@ def _render_describe(console: Console, d: dict[str, Any]) -> None:
             )
         )
     console.print(
-        Panel(Group(*parts), title=f"[bold]{d['name']}[/bold]", title_align="left", expand=False)
+        Panel(Group(*parts), title=Text(d["name"], style="bold"), title_align="left", expand=False)
     )
 
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from logstore_cli.errors import SparkStartError, StateDirError
 from logstore_cli.paths import private_dir, state_home, state_subdir
@@ -117,7 +118,7 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
 
     log_file, fd = new_driver_log(driver_log_dir(settings))
     try:
-        with _stderr_to(fd):
+        with _stderr_to(fd), _gateway_stopped_if_cut_short():
             spark = builder.getOrCreate()
     except Exception as exc:
         raise SparkStartError(
@@ -140,6 +141,46 @@ def _quiet_query_context_loggers() -> None:
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         # Created through PySparkLogger: its callers pass keyword arguments a plain Logger refuses.
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+@contextlib.contextmanager
+def _gateway_stopped_if_cut_short() -> Iterator[None]:
+    """Stop the JVM PySpark launches when its start is interrupted (Ctrl-C) before PySpark holds it.
+
+    Such a JVM never exits on its own: PySpark has already removed the directory it was to write its
+    port to, and the gateway's threads keep it alive, holding the terminal's stdout. PySpark keeps
+    the process object to itself, so its ``Popen`` is wrapped for the duration of the start.
+    """
+    from pyspark import SparkContext, java_gateway
+
+    launched: list[subprocess.Popen[bytes]] = []
+    real = java_gateway.Popen  # type: ignore[attr-defined]
+
+    def recording_popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        proc = real(*args, **kwargs)
+        launched.append(proc)
+        return proc
+
+    java_gateway.Popen = recording_popen  # type: ignore[attr-defined,assignment]
+    try:
+        yield
+    except BaseException:
+        if SparkContext._gateway is None:  # the start never completed: nothing will stop it
+            for proc in launched:
+                _end(proc)
+        raise
+    finally:
+        java_gateway.Popen = real  # type: ignore[attr-defined]
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM first (Spark's shutdown hooks remove its temp dirs), SIGKILL if it lingers."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def driver_log_dir(settings: SparkSettings) -> Path:

@@ -1,18 +1,35 @@
-"""The CLI edge: help, version, exit codes, and no heavy imports on the fast path."""
+"""The CLI edge: help, version, exit codes, Ctrl-C, tracebacks only with --verbose, and no heavy
+imports on the fast path."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from types import FrameType
 
 import pytest
 from typer.testing import CliRunner
 
 from logstore_cli import __version__
 from logstore_cli.cli import app as app_module
-from logstore_cli.errors import EXIT_FAILURE, EXIT_INVALID_INPUT, InvalidInputError
+from logstore_cli.cli.output import setup_logging
+from logstore_cli.errors import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID_INPUT,
+    InvalidInputError,
+    LogstoreError,
+)
 
 runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    yield
+    setup_logging(verbose=False)  # a --verbose run leaves debug logging on in this process
 
 
 def test_help_lists_commands() -> None:
@@ -81,3 +98,107 @@ def test_bad_option_value_lists_valid_values(capsys: pytest.CaptureFixture[str])
     assert _run_main(["setup", "--only", "scala"]) == 2
     err = capsys.readouterr().err
     assert "spark" in err and "kafka" in err
+
+
+def test_no_arguments_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run_main([]) == 2
+    assert "create-table" in capsys.readouterr().out
+
+
+def test_verbose_shows_the_traceback_of_a_domain_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def boom(*_: object, **__: object) -> None:
+        raise InvalidInputError("the thing is wrong", hint="do the other thing")
+
+    monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", boom)
+    assert _run_main(["--verbose", "setup", "--only", "spark"]) == EXIT_INVALID_INPUT
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "in boom" in err
+    assert err.rstrip().endswith("error: the thing is wrong\nhint: do the other thing")
+
+
+def test_verbose_shows_the_traceback_of_an_internal_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def boom(*_: object, **__: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", boom)
+    assert _run_main(["--verbose", "setup", "--only", "kafka"]) == EXIT_FAILURE
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert "error: internal error: ZeroDivisionError: division by zero" in err
+
+
+def test_keyboard_interrupt_in_a_command_is_interrupted_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def wait_forever(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", wait_forever)
+    assert _run_main(["setup", "--only", "spark"]) == EXIT_INTERRUPTED
+    captured = capsys.readouterr()
+    assert captured.err.endswith("…\nerror: interrupted\n")  # after 'resolving the … classpath …'
+    assert "Traceback" not in captured.err
+    assert captured.out == ""
+
+
+def _sigint_surfacing_as(error: Exception) -> object:
+    """A service that receives SIGINT while a handler like Spark's is installed: the handler's own
+    call into the JVM fails, so ``error`` surfaces instead of KeyboardInterrupt."""
+
+    def service(*_: object, **__: object) -> None:
+        def spark_like_handler(signum: int, frame: FrameType | None) -> None:
+            raise error
+
+        previous = signal.signal(signal.SIGINT, spark_like_handler)
+        try:
+            signal.raise_signal(signal.SIGINT)  # runs the handler before it returns
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    return service
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        RuntimeError("An error occurred while calling o42.sc"),  # py4j's Py4JError is one
+        LogstoreError("creating the Delta table at /w/db/t failed: o65.execute"),
+    ],
+    ids=["py4j-error", "domain-error"],
+)
+def test_any_error_after_sigint_is_interrupted_130(
+    error: Exception, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", _sigint_surfacing_as(error))
+    assert _run_main(["setup", "--only", "spark"]) == EXIT_INTERRUPTED
+    err = capsys.readouterr().err
+    assert err.endswith("…\nerror: interrupted\n")
+    assert "Traceback" not in err and "o42" not in err and "o65" not in err
+
+
+def test_interrupted_with_verbose_shows_where(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    error = RuntimeError("An error occurred while calling o42.sc")
+    monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", _sigint_surfacing_as(error))
+    assert _run_main(["--verbose", "setup", "--only", "spark"]) == EXIT_INTERRUPTED
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "o42.sc" in err
+    assert err.endswith("error: interrupted\n")
+
+
+def test_a_sigint_after_the_run_is_not_remembered(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(
+        "logstore_cli.jvm.deps.ensure_classpath",
+        _sigint_surfacing_as(RuntimeError("o42.sc")),
+    )
+    assert _run_main(["setup", "--only", "spark"]) == EXIT_INTERRUPTED
+    monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", lambda *_, **__: [])
+    assert _run_main(["setup", "--only", "spark", "--json"]) == 0  # a fresh run starts clean
+    assert '"classpath": "spark"' in capsys.readouterr().out
