@@ -302,8 +302,8 @@ class LogStoreSpec:
     topic: str
     consistency: Consistency
     changelog_mode: ChangelogMode
-    partitions: int | None
-    replication: int | None
+    partitions: int  # concrete: defaults were applied when the model was built
+    replication: int
     client_properties: Mapping[str, str]  # Kafka client passthrough, prefix stripped, raw values
     data_format: str = "json"
     read_mode: ReadMode = ReadMode.FILE

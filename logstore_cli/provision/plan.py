@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from logstore_cli.catalog.schema import columns_from_delta_schema
-from logstore_cli.ddl.registry import TOPIC_CONFIG_PREFIX
 from logstore_cli.catalog.warehouse import DeltaState
+from logstore_cli.ddl.registry import TOPIC_CONFIG_PREFIX
 from logstore_cli.errors import TableConflictError, TableExistsError, TopicInUseError
 from logstore_cli.kafka.types import TopicInfo
-from logstore_cli.model import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, TableSpec
+from logstore_cli.model import TableSpec
 
 
 class Step(StrEnum):
@@ -161,8 +161,7 @@ def plan_table(
     log = spec.log_store
     if log is None:
         return TablePlan(spec, path, delta, Step.NONE, differences=tuple(diffs))
-    partitions = log.partitions or DEFAULT_PARTITIONS
-    replication = log.replication or DEFAULT_REPLICATION
+    partitions, replication = log.partitions, log.replication
     topic = Step.CREATE
     if existing_topic is not None:
         topic = Step.EXISTS

@@ -23,13 +23,7 @@ from logstore_cli.errors import (
     TableConflictError,
     TopicInUseError,
 )
-from logstore_cli.model import (
-    DEFAULT_PARTITIONS,
-    DEFAULT_REPLICATION,
-    LogStoreSpec,
-    TableSpec,
-    is_secret,
-)
+from logstore_cli.model import LogStoreSpec, TableSpec, is_secret
 from logstore_cli.provision.backends import DeltaStore, TopicStore
 from logstore_cli.provision.plan import (
     Step,
@@ -413,8 +407,7 @@ def _topic_change(
             _check_deletable(stored, old_log, stores, warehouse, default_bootstrap)
             old_action = "delete"
     old_topic = old_log.topic if renamed and old_log is not None else None
-    partitions = new.partitions or DEFAULT_PARTITIONS
-    replication = new.replication or DEFAULT_REPLICATION
+    partitions, replication = new.partitions, new.replication
     wanted = topic_configs(new_props)
     info = stores.topics.describe(new)
     if info is None:
