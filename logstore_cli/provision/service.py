@@ -54,37 +54,45 @@ def same_cluster(a: str, b: str) -> bool:
     return bool(brokers(a) & brokers(b))
 
 
-def topic_users(
-    warehouse: Path,
-    delta: DeltaStore,
-    log_spec: LogStoreSpec,
-    *,
-    default_bootstrap: str | None,
-    exclude: str | None = None,
-) -> list[str]:
-    """The tables of the warehouse (other than ``exclude``) whose log store is ``log_spec``'s topic.
+class TopicOwners:
+    """Which table of the warehouse uses which topic: read once per command, on first use.
 
     A table whose log settings cannot be resolved counts as a user when any of its properties names
     the topic: a topic is never handed to a second table, nor deleted, on a guess.
     """
-    users = []
-    for ref, state in delta.tables(warehouse):
-        if ref.name == exclude:
-            continue
-        props = wh.user_properties(state.properties)
-        try:
-            other = resolve_log_store(props, ref.name, default_bootstrap, state.primary_key)
-        except LogstoreError:
-            if log_spec.topic in props.values():
-                users.append(ref.name)
-            continue
-        if (
-            other is not None
-            and other.topic == log_spec.topic
-            and same_cluster(other.address, log_spec.address)
-        ):
-            users.append(ref.name)
-    return users
+
+    def __init__(self, warehouse: Path, delta: DeltaStore, default_bootstrap: str | None) -> None:
+        self._warehouse, self._delta, self._bootstrap = warehouse, delta, default_bootstrap
+        self._entries: list[tuple[str, LogStoreSpec | None, frozenset[str]]] | None = None
+
+    def _read(self) -> list[tuple[str, LogStoreSpec | None, frozenset[str]]]:
+        entries: list[tuple[str, LogStoreSpec | None, frozenset[str]]] = []
+        for ref, state in self._delta.tables(self._warehouse):
+            props = wh.user_properties(state.properties)
+            try:
+                log_spec = resolve_log_store(props, ref.name, self._bootstrap, state.primary_key)
+                entries.append((ref.name, log_spec, frozenset()))
+            except LogstoreError:
+                entries.append((ref.name, None, frozenset(props.values())))
+        return entries
+
+    def users(self, log_spec: LogStoreSpec, *, exclude: str | None = None) -> list[str]:
+        """The tables (other than ``exclude``) whose log store is ``log_spec``'s topic."""
+        if self._entries is None:
+            self._entries = self._read()
+        return [
+            table
+            for table, other, unresolved_values in self._entries
+            if table != exclude
+            and (
+                log_spec.topic in unresolved_values
+                or (
+                    other is not None
+                    and other.topic == log_spec.topic
+                    and same_cluster(other.address, log_spec.address)
+                )
+            )
+        ]
 
 
 def _in_use_error(topic: str, users: Sequence[str], doing: str) -> TopicInUseError:
@@ -114,6 +122,7 @@ def plan_tables(
     """Plan every table (reads only); raise before anything is created if any plan is refused."""
     seen: dict[str, str] = {}
     topics_seen: dict[str, str] = {}
+    owners = TopicOwners(warehouse, stores.delta, default_bootstrap)
     plans = []
     for spec in specs:
         _check_supported(spec)
@@ -135,10 +144,7 @@ def plan_tables(
                 raise _in_use_error(log_spec.topic, [topics_seen[log_spec.topic]], "create it")
             topics_seen[log_spec.topic] = spec.name
             topic = stores.topics.describe(log_spec)
-            users = topic_users(
-                warehouse, stores.delta, log_spec,
-                default_bootstrap=default_bootstrap, exclude=name.qualified,
-            )  # fmt: skip
+            users = owners.users(log_spec, exclude=name.qualified)
             if topic is not None:
                 end = stores.topics.end_offsets(log_spec)
                 records = _records(stores.topics.start_offsets(log_spec), end)
@@ -342,9 +348,10 @@ def alter_table(
     _check_alterable(stored, set_, unset)
     new_props = {k: v for k, v in old.properties.items() if k not in unset} | dict(set_)
     new_log = resolve_log_store(new_props, stored.ref.name, default_bootstrap, old.primary_key)
+    owners = TopicOwners(warehouse, stores.delta, default_bootstrap)
     change = _topic_change(
-        stored, new_log, new_props, stores, warehouse=warehouse, delete_topic=delete_topic,
-        adopt_topic=adopt_topic, default_bootstrap=default_bootstrap,
+        stored, new_log, new_props, stores, owners, delete_topic=delete_topic,
+        adopt_topic=adopt_topic,
     )  # fmt: skip
     _validate_change(change, new_log, stores.topics)
     result = AlterResult(stored.ref.name, dict(set_), list(unset), change, dry_run)
@@ -369,11 +376,10 @@ def _topic_change(
     new: LogStoreSpec | None,
     new_props: Mapping[str, str],
     stores: Stores,
+    owners: TopicOwners,
     *,
-    warehouse: Path,
     delete_topic: bool,
     adopt_topic: bool,
-    default_bootstrap: str | None,
 ) -> TopicChange | None:
     """What the property change means for the topic; raises for what cannot be done."""
     old = stored.spec
@@ -383,7 +389,7 @@ def _topic_change(
             return None
         action = "keep"
         if delete_topic:
-            _check_deletable(stored, old_log, stores, warehouse, default_bootstrap)
+            _check_deletable(stored, old_log, owners)
             action = "delete"
         return TopicChange(old_log.topic, action)
     if old_log is not None and _topic_settings(old_log, old.properties) == _topic_settings(
@@ -394,17 +400,14 @@ def _topic_change(
         old_log.topic != new.topic or not same_cluster(old_log.address, new.address)
     )
     if old_log is None or renamed:
-        users = topic_users(
-            warehouse, stores.delta, new,
-            default_bootstrap=default_bootstrap, exclude=stored.ref.name,
-        )  # fmt: skip
+        users = owners.users(new, exclude=stored.ref.name)
         if users:
             raise _in_use_error(new.topic, users, f"make it the log of '{stored.ref.name}'")
     old_action = None
     if renamed and old_log is not None:
         old_action = "keep"
         if delete_topic:
-            _check_deletable(stored, old_log, stores, warehouse, default_bootstrap)
+            _check_deletable(stored, old_log, owners)
             old_action = "delete"
     old_topic = old_log.topic if renamed and old_log is not None else None
     partitions, replication = new.partitions, new.replication
@@ -454,17 +457,8 @@ def _holds_records(topic: str, records: int, table: str) -> TableConflictError:
     )
 
 
-def _check_deletable(
-    stored: StoredTable,
-    log_spec: LogStoreSpec,
-    stores: Stores,
-    warehouse: Path,
-    default_bootstrap: str | None,
-) -> None:
-    users = topic_users(
-        warehouse, stores.delta, log_spec,
-        default_bootstrap=default_bootstrap, exclude=stored.ref.name,
-    )  # fmt: skip
+def _check_deletable(stored: StoredTable, log_spec: LogStoreSpec, owners: TopicOwners) -> None:
+    users = owners.users(log_spec, exclude=stored.ref.name)
     if users:
         raise TopicInUseError(
             f"refusing to delete Kafka topic '{log_spec.topic}': it is also the log of table "
@@ -641,10 +635,9 @@ def drop_table(
         # Reach the broker before deleting anything, so a down broker leaves the table whole.
         exists = stores.topics.describe(log_spec) is not None
         if exists:
-            users = topic_users(
-                warehouse, stores.delta, log_spec,
-                default_bootstrap=default_bootstrap, exclude=ref.name,
-            )  # fmt: skip
+            users = TopicOwners(warehouse, stores.delta, default_bootstrap).users(
+                log_spec, exclude=ref.name
+            )
             if users:
                 raise TopicInUseError(
                     f"refusing to delete Kafka topic '{log_spec.topic}': it is also the log of "
