@@ -81,39 +81,50 @@ def run(argv: list[str] | None = None) -> int:
     watch = _SigintWatch()
     try:
         try:
-            # Not standalone: Typer would turn Ctrl-C into a silent 130, or "Aborted!" and 1 at a
-            # prompt, before this edge could tell.
-            result = app(args=argv, prog_name="logstore", standalone_mode=False)
+            _invoke(sys.argv[1:] if argv is None else list(argv))
         except BaseException as exc:  # the edge: every outcome is reported here
             return _report(exc, interrupted=watch.sigint_arrived() or _from_interrupt(exc))
-        code = result if isinstance(result, int) else 0
-        # Typer turns a KeyboardInterrupt into 130; a Ctrl-C that something swallowed still counts.
-        if code == EXIT_INTERRUPTED or watch.sigint_arrived():
-            return _report(None, interrupted=True)
-        return code
+        # A Ctrl-C that something swallowed still counts: the user asked to stop.
+        return _report(None, interrupted=True) if watch.sigint_arrived() else 0
     except KeyboardInterrupt:  # a second Ctrl-C while the first one was being reported
         return EXIT_INTERRUPTED
     finally:
         watch.close()
 
 
+def _invoke(args: list[str]) -> None:
+    """Parse and run the command, letting every exception through.
+
+    Not ``app()``: Typer's own edge would turn Ctrl-C into a silent 130 (dropping the notes on the
+    KeyboardInterrupt that say what an interrupted change left behind), or at a prompt into
+    "Aborted!" and 1.
+    """
+    command = typer.main.get_command(app)
+    with command.make_context("logstore", args) as ctx:
+        command.invoke(ctx)
+
+
 def _report(exc: BaseException | None, *, interrupted: bool) -> int:
     """Print what ended the run (on stderr) and return its exit code."""
     if interrupted:
         # Whatever surfaced after a Ctrl-C (KeyboardInterrupt, a py4j error from the broken JVM
-        # call, a domain error wrapping it) is the interrupt's consequence, not a failure to report.
+        # call, a domain error wrapping it) is the interrupt's consequence, not a failure to report;
+        # what the interrupted work left behind is.
         if exc is not None and _verbose:
             _print_traceback(exc)
-        Output().error("interrupted")
+        Output().error("interrupted", detail=_left_behind(exc))
         return EXIT_INTERRUPTED
     if exc is None:
         return 0
     if isinstance(exc, SystemExit):
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_FAILURE)
-    if isinstance(exc, typer.Exit):
+    if isinstance(exc, typer.Exit):  # a command's own exit code, or --help and --version
         return exc.exit_code
-    if isinstance(exc, typer.Abort):  # end of input at a prompt
+    if isinstance(exc, typer.Abort | EOFError):  # end of input at a prompt
         Output().error("aborted: no answer (end of input)")
+        return EXIT_FAILURE
+    if isinstance(exc, BrokenPipeError):  # stdout closed early (| head): nothing left to say
+        _silence_stdout()
         return EXIT_FAILURE
     if isinstance(exc, LogstoreError):
         if _verbose:
@@ -121,20 +132,41 @@ def _report(exc: BaseException | None, *, interrupted: bool) -> int:
         if isinstance(exc, DDLError):  # FILE:LINE:COL: error: … with the source line
             Output().diagnostics(exc.diagnostics)
         else:
-            Output().error(exc.message, hint=exc.hint, detail=exc.detail)
+            Output().error(exc.message, hint=exc.hint, detail=_left_behind(exc))
         return exc.exit_code
     if isinstance(exc, typer.TyperException):  # usage errors: Typer's own rendering, exit 2
         _show_usage_error(exc)
         return exc.exit_code
-    if not isinstance(exc, Exception):  # GeneratorExit and the like: not ours to explain
-        raise exc
+    # A bug, ours or a library's (delta-rs panics are BaseExceptions): no raw traceback unless asked.
     if _verbose:
         _print_traceback(exc)
     Output().error(
         f"internal error: {type(exc).__name__}: {exc}",
         hint=None if _verbose else "re-run with --verbose for the traceback, and please report it",
+        detail=_left_behind(exc),
     )
     return EXIT_FAILURE
+
+
+def _left_behind(exc: BaseException | None) -> str | None:
+    """An error's detail and notes: what the failed or interrupted work did and left (the services
+    attach it on the way out)."""
+    if exc is None:
+        return None
+    parts = [exc.detail] if isinstance(exc, LogstoreError) and exc.detail else []
+    parts += getattr(exc, "__notes__", [])
+    return "\n".join(parts) or None
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout again at exit and would report the broken pipe a second time.
+    try:
+        fileno = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file: nothing will be flushed
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fileno)
+    os.close(devnull)
 
 
 def _show_usage_error(exc: typer.TyperException) -> None:

@@ -3,10 +3,12 @@ imports on the fast path."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 import pytest
@@ -202,3 +204,82 @@ def test_a_sigint_after_the_run_is_not_remembered(
     monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", lambda *_, **__: [])
     assert _run_main(["setup", "--only", "spark", "--json"]) == 0  # a fresh run starts clean
     assert '"classpath": "spark"' in capsys.readouterr().out
+
+
+def test_markup_like_paths_are_printed_literally(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    # delta-rs writes only to URL-safe paths; it reads any. The table moves into the odd warehouse.
+    write_deltalake(str(tmp_path / "plain"), pa.table({"id": pa.array([1], pa.int32())}))
+    warehouse = tmp_path / "w[bold]x[/red]"
+    shutil.copytree(tmp_path / "plain", warehouse / "db" / "t")
+    where = ["--warehouse", str(warehouse)]
+
+    assert _run_main(["list", *where]) == 0
+    assert f"Tables in {warehouse}" in capsys.readouterr().out
+    assert _run_main(["describe", "db.t", "--no-topic", *where]) == 0
+    assert str(warehouse / "db" / "t") in capsys.readouterr().out
+    assert _run_main(["drop-table", "db.t", "--yes", *where]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == f"✓ dropped table 'db.t' ({warehouse / 'db' / 't'})\n"
+    assert captured.out == ""  # the result is for --json; people had the message
+    assert not (warehouse / "db" / "t").exists()
+
+
+def test_a_library_panic_is_an_internal_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class PanicException(BaseException):  # what pyo3 (delta-rs) raises on a Rust panic
+        pass
+
+    def boom(*_: object, **__: object) -> None:
+        raise PanicException("Invalid object store url.: External(InvalidDomainCharacter)")
+
+    monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", boom)
+    assert _run_main(["setup", "--only", "spark"]) == EXIT_FAILURE
+    err = capsys.readouterr().err
+    assert "error: internal error: PanicException: Invalid object store url." in err
+    assert "Traceback" not in err
+
+
+def test_interrupted_says_what_the_interrupted_work_left_behind(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def half_done(*_: object, **__: object) -> None:
+        interrupt = KeyboardInterrupt()
+        interrupt.add_note("changed and left so: added partitions to topic 't' (cannot be undone)")
+        raise interrupt
+
+    monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", half_done)
+    assert _run_main(["setup", "--only", "spark"]) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err.endswith(
+        "error: interrupted\nchanged and left so: added partitions to topic 't' (cannot be undone)\n"
+    )
+
+
+def test_end_of_input_at_a_prompt_is_a_failure(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import typer
+
+    def no_answer(*_: object, **__: object) -> None:
+        raise typer.Abort  # what typer.confirm raises at end of input
+
+    monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", no_answer)
+    assert _run_main(["setup", "--only", "spark"]) == EXIT_FAILURE
+    err = capsys.readouterr().err
+    assert err.endswith("error: aborted: no answer (end of input)\n")
+
+
+def test_a_closed_stdout_ends_quietly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def reader_gone(*_: object, **__: object) -> None:
+        raise BrokenPipeError(32, "Broken pipe")  # e.g. logstore list --json | head -1
+
+    monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", reader_gone)
+    assert _run_main(["setup", "--only", "spark", "--json"]) == EXIT_FAILURE
+    assert capsys.readouterr() == ("", "")
