@@ -283,3 +283,35 @@ def test_a_closed_stdout_ends_quietly(
     monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", reader_gone)
     assert _run_main(["setup", "--only", "spark", "--json"]) == EXIT_FAILURE
     assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "shown"),
+    [
+        (["setup"], {}, False),
+        (["--verbose", "setup"], {}, True),
+        (["-v", "setup"], {}, True),
+        (["setup"], {"LOGSTORE_VERBOSE": "1"}, True),
+    ],
+)
+def test_verbose_prints_the_debug_log(
+    argv: list[str],
+    env: dict[str, str],
+    shown: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import logging
+
+    def resolve(*_: object, **__: object) -> list[Path]:
+        logging.getLogger("logstore_cli.jvm.deps").debug("running mvn [/red] dependency:copy")
+        return []
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", resolve)
+    assert _run_main([*argv, "--only", "spark", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert ("running mvn [/red] dependency:copy" in captured.err) is shown
+    assert '"classpath": "spark"' in captured.out  # stdout holds the result only
+    assert "mvn" not in captured.out

@@ -155,3 +155,19 @@ def test_help_does_not_import_spark() -> None:
         "assert not any(m.split('.')[0] in ('pyspark', 'py4j') for m in sys.modules), 'spark'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_ddl_errors_of_other_commands_show_the_source_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["create-table", "--sql", "CREATE TABLE t (a INTT)", "--warehouse", str(tmp_path)])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "<sql>:1:19: error: unknown type 'INTT'; did you mean INT?",
+        "CREATE TABLE t (a INTT)",
+        "                  ^~~~",
+    ]
+    assert captured.out == ""
+    assert list(tmp_path.iterdir()) == []  # nothing was created
