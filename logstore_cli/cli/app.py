@@ -170,16 +170,17 @@ def _silence_stdout() -> None:
 
 
 def _show_usage_error(exc: typer.TyperException) -> None:
-    from typer import rich_utils
-
-    show = getattr(exc, "show", None)
+    """As Typer shows it on its own: usage line, help hint, the error in a panel."""
     try:
-        rich_utils.rich_format_error(exc)  # type: ignore[arg-type]
-    except Exception:  # a Typer without its Rich formatter: Click's plain form
+        from typer.rich_utils import rich_format_error
+    except ImportError:  # a Typer without its Rich formatter: Click's plain form
+        show = getattr(exc, "show", None)
         if callable(show):
             show()
         else:
             Output().error(exc.format_message())
+        return
+    rich_format_error(exc)  # type: ignore[arg-type]
 
 
 def _print_traceback(exc: BaseException) -> None:
