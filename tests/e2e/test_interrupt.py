@@ -46,6 +46,13 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -114,7 +121,7 @@ def test_ctrl_c_during_create_table(moment: str, tmp_path: Path) -> None:
 
     def ready(proc: subprocess.Popen[str]) -> bool:
         if moment == "jvm-starting":  # the gateway JVM was launched; Spark is not up yet
-            return bool(_descendants(proc.pid))
+            return any(b"spark" in _cmdline(p) for p in _descendants(proc.pid))
         return table.exists()  # Spark is up and writing the table
 
     result, started = _interrupt_when(create, ready, f"the {moment} moment")
