@@ -14,21 +14,7 @@ import pytest
 from logstore_cli.errors import EXIT_INVALID_INPUT, ConfigError, TopicSpecError
 from logstore_cli.kafka import admin as kadmin
 from logstore_cli.kafka.admin import KafkaAdmin
-
-BOOT = "127.0.0.1:1"  # nothing listens on port 1
-SECRET = "Pa55-w0rd-never-shown"
-PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
-
-
-def _jaas(module: str, **options: str) -> str:
-    return f"{module} required " + " ".join(f'{k}="{v}"' for k, v in options.items()) + ";"
-
-
-def _all_text(exc: BaseException) -> str:
-    """Everything a user or a log could see of an error."""
-    parts = [str(exc), repr(exc), *map(str, exc.args)]
-    parts += [str(getattr(exc, name, "")) for name in ("message", "hint", "detail")]
-    return "\n".join(parts)
+from tests.unit.kafka.secrets_helpers import BOOT, PLAIN, SECRET, all_text, jaas
 
 
 def test_a_flink_style_property_set_is_accepted_by_librdkafka() -> None:
@@ -37,7 +23,7 @@ def test_a_flink_style_property_set_is_accepted_by_librdkafka() -> None:
         "group.id": "flink-consumer",
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "PLAIN",
-        "sasl.jaas.config": _jaas(PLAIN, username="alice", password=SECRET),
+        "sasl.jaas.config": jaas(PLAIN, username="alice", password=SECRET),
         "key.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
         "value.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
         "key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
@@ -78,7 +64,7 @@ def test_a_secret_echoed_by_librdkafka_is_redacted() -> None:
     props = {"sasl.password": SECRET, "security.protocol": SECRET}
     with pytest.raises(ConfigError, match=r"security\.protocol") as info:
         KafkaAdmin(BOOT, props)
-    assert SECRET not in _all_text(info.value)
+    assert SECRET not in all_text(info.value)
     assert "***" in str(info.value)
 
 

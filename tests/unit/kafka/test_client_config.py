@@ -23,22 +23,7 @@ from logstore_cli.kafka.client_config import (
     librdkafka_config,
 )
 from logstore_cli.model import is_secret_key, redact
-
-BOOT = "127.0.0.1:1"  # nothing listens on port 1
-SECRET = "Pa55-w0rd-never-shown"
-PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
-SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
-
-
-def _jaas(module: str, **options: str) -> str:
-    return f"{module} required " + " ".join(f'{k}="{v}"' for k, v in options.items()) + ";"
-
-
-def _all_text(exc: BaseException) -> str:
-    """Everything a user or a log could see of an error."""
-    parts = [str(exc), repr(exc), *map(str, exc.args)]
-    parts += [str(getattr(exc, name, "")) for name in ("message", "hint", "detail")]
-    return "\n".join(parts)
+from tests.unit.kafka.secrets_helpers import BOOT, PLAIN, SCRAM, SECRET, all_text, jaas
 
 
 def _quiet_logger() -> logging.Logger:
@@ -72,7 +57,7 @@ def test_bootstrap_argument_wins_over_the_property() -> None:
 def test_plain_jaas_becomes_username_and_password() -> None:
     props = {
         "security.protocol": "SASL_PLAINTEXT",
-        "sasl.jaas.config": _jaas(PLAIN, username="alice", password=SECRET),
+        "sasl.jaas.config": jaas(PLAIN, username="alice", password=SECRET),
     }
     conf, ignored = librdkafka_config(BOOT, props)
     assert "sasl.jaas.config" not in conf
@@ -85,7 +70,7 @@ def test_plain_jaas_becomes_username_and_password() -> None:
 def test_scram_jaas_keeps_the_declared_mechanism() -> None:
     props = {
         "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.jaas.config": _jaas(SCRAM, username="bob", password=SECRET),
+        "sasl.jaas.config": jaas(SCRAM, username="bob", password=SECRET),
     }
     conf, _ = librdkafka_config(BOOT, props)
     assert conf["sasl.mechanism"] == "SCRAM-SHA-512"
@@ -94,16 +79,16 @@ def test_scram_jaas_keeps_the_declared_mechanism() -> None:
 
 def test_scram_jaas_without_mechanism_is_a_clear_error_without_the_secret() -> None:
     with pytest.raises(ConfigError) as info:
-        librdkafka_config(BOOT, {"sasl.jaas.config": _jaas(SCRAM, username="bob", password=SECRET)})
+        librdkafka_config(BOOT, {"sasl.jaas.config": jaas(SCRAM, username="bob", password=SECRET)})
     assert "SCRAM-SHA-256 or SCRAM-SHA-512" in (info.value.hint or "")
     assert info.value.exit_code == EXIT_INVALID_INPUT
-    assert SECRET not in _all_text(info.value)
+    assert SECRET not in all_text(info.value)
 
 
 def test_jaas_module_and_mechanism_must_agree() -> None:
     props = {
         "sasl.mechanism": "SCRAM-SHA-256",
-        "sasl.jaas.config": _jaas(PLAIN, username="a", password=SECRET),
+        "sasl.jaas.config": jaas(PLAIN, username="a", password=SECRET),
     }
     with pytest.raises(ConfigError, match=r"PlainLoginModule but sasl\.mechanism is SCRAM-SHA-256"):
         librdkafka_config(BOOT, props)
@@ -113,7 +98,7 @@ def test_explicit_sasl_settings_win_over_jaas() -> None:
     props = {
         "sasl.username": "explicit",
         "sasl.password": "explicit-pw",
-        "sasl.jaas.config": _jaas(PLAIN, username="from-jaas", password=SECRET),
+        "sasl.jaas.config": jaas(PLAIN, username="from-jaas", password=SECRET),
     }
     conf, _ = librdkafka_config(BOOT, props)
     assert (conf["sasl.username"], conf["sasl.password"]) == ("explicit", "explicit-pw")
@@ -138,19 +123,19 @@ def test_jaas_quoting_escapes_and_unquoted_values() -> None:
 def test_malformed_jaas_is_rejected_without_echoing_it(jaas: str) -> None:
     with pytest.raises(ConfigError, match="not a JAAS entry") as info:
         librdkafka_config(BOOT, {"sasl.jaas.config": jaas})
-    assert SECRET not in _all_text(info.value)
+    assert SECRET not in all_text(info.value)
 
 
 def test_jaas_missing_password_names_the_option() -> None:
     with pytest.raises(ConfigError, match="lacks the option\\(s\\) password"):
-        librdkafka_config(BOOT, {"sasl.jaas.config": _jaas(PLAIN, username="u")})
+        librdkafka_config(BOOT, {"sasl.jaas.config": jaas(PLAIN, username="u")})
 
 
 def test_unsupported_login_module_names_the_module_not_the_secret() -> None:
     module = "com.example.CustomLoginModule"
     with pytest.raises(ConfigError, match=re.escape(module)) as info:
-        librdkafka_config(BOOT, {"sasl.jaas.config": _jaas(module, token=SECRET)})
-    assert SECRET not in _all_text(info.value)
+        librdkafka_config(BOOT, {"sasl.jaas.config": jaas(module, token=SECRET)})
+    assert SECRET not in all_text(info.value)
     assert "sasl." in (info.value.hint or "")
 
 
@@ -165,7 +150,7 @@ def test_kerberos_and_oauth_jaas_translation() -> None:
     assert conf["sasl.kerberos.principal"] == "svc@EXAMPLE.COM"
     assert conf["sasl.kerberos.service.name"] == "kafka"
 
-    oauth = _jaas(
+    oauth = jaas(
         "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
         clientId="cid",
         clientSecret=SECRET,
@@ -284,7 +269,7 @@ def test_the_principal_comes_from_a_translated_jaas_entry_and_shows_no_password(
         BOOT,
         {
             "security.protocol": "SASL_PLAINTEXT",
-            "sasl.jaas.config": _jaas(PLAIN, username="alice", password=SECRET),
+            "sasl.jaas.config": jaas(PLAIN, username="alice", password=SECRET),
         },
     )
     assert client_principal(conf) == "User:alice"
