@@ -66,9 +66,9 @@ class SparkDeltaStore:
     def create(self, path: Path, spec: TableSpec, properties: Mapping[str, str]) -> None:
         from delta.tables import DeltaTable
 
-        wh.contained(self._warehouse, path)
         if wh.is_uncommitted_leftover(path):
-            shutil.rmtree(path)  # an interrupted create's debris: nothing was ever committed
+            self.drop(path)  # an interrupted create's debris: nothing was ever committed
+        wh.contained(self._warehouse, path)
         builder = DeltaTable.create(self.spark).location(str(path))
         for col in spec.columns:
             builder = builder.addColumn(
