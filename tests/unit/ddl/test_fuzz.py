@@ -18,7 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from logstore_cli.ddl import ParseOptions, parse_ddl
+from logstore_cli.ddl.properties import resolve_log_store
 from logstore_cli.errors import DDLError
+from logstore_cli.names import part_problems
 
 pytestmark = pytest.mark.unit
 
@@ -126,38 +128,64 @@ TYPES = {
     "MAP<STRING, INT>": "map<string,int>",
     "ROW<a INT, b STRING>": "struct<a:int,b:string>",
 }
+# Generators of *valid* input build it valid; they do not filter out what the parser rejects on
+# purpose, which is easy to forget (a topic of dots only, '...', reads as an elided value).
+# Words that start a column-list element other than a column:
 names = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True).filter(
     lambda n: n.upper() not in {"PRIMARY", "CONSTRAINT", "WATERMARK"}
 )
+# Kafka's topic characters, at least one of them not a dot ('.', '..' and '...' are rejected).
+TOPIC_PATTERN = r"[A-Za-z0-9._-]{0,10}[A-Za-z0-9_-][A-Za-z0-9._-]{0,9}"
+# Database and table names (logstore_cli/names.py): letters of any script, digits, '_', '-'.
+_NAME_START = "A-Za-z0-9_äéÅßж"
+NAME_PATTERN = f"[{_NAME_START}][{_NAME_START}-]{{0,15}}"
+REJECTED_TOPICS = (".", "..", "...", "…", "a b", "a/b", "x" * 250)
+REJECTED_NAMES = ("", ".", "..", "-a", "a/b", "a.b", "a\\b", "a b", "a\x01b", "×", "x" * 129)
 
 
 @st.composite
-def valid_table(draw: st.DrawFn) -> tuple[str, list[tuple[str, str]], list[str], str]:
+def valid_table(draw: st.DrawFn) -> tuple[str, list[tuple[str, str]], list[str], str, str, str]:
+    database = draw(st.from_regex(NAME_PATTERN, fullmatch=True))
+    name = draw(st.from_regex(NAME_PATTERN, fullmatch=True))
     cols = draw(st.lists(names, min_size=1, max_size=6, unique_by=str.lower))
     types = [draw(st.sampled_from(sorted(TYPES))) for _ in cols]
     pk = draw(st.lists(st.sampled_from(cols), max_size=2, unique=True))
-    topic = draw(
-        st.from_regex(r"[A-Za-z0-9._-]{1,20}", fullmatch=True).filter(
-            lambda t: t not in (".", "..")
-        )
-    )
+    topic = draw(st.from_regex(TOPIC_PATTERN, fullmatch=True))
     flink = draw(st.booleans())
     body = ", ".join(f"{c} {t}" for c, t in zip(cols, types, strict=True))
     if pk:
         body += f", PRIMARY KEY ({', '.join(pk)})" + (" NOT ENFORCED" if flink else "")
     props = f"'log-store.enabled' = 'true', 'log-store.topic' = '{topic}'"
     tail = f"WITH ({props})" if flink else f"USING delta TBLPROPERTIES ({props})"
-    sql = f"CREATE TABLE db.t ({body}) {tail};"
-    return sql, list(zip(cols, types, strict=True)), pk, topic
+    sql = f"CREATE TABLE `{database}`.`{name}` ({body}) {tail};"
+    return sql, list(zip(cols, types, strict=True)), pk, topic, database, name
 
 
 @settings(max_examples=300, deadline=None)
 @given(case=valid_table())
-def test_valid_tables_round_trip(case: tuple[str, list[tuple[str, str]], list[str], str]) -> None:
-    sql, cols, pk, topic = case
+def test_valid_tables_round_trip(
+    case: tuple[str, list[tuple[str, str]], list[str], str, str, str],
+) -> None:
+    sql, cols, pk, topic, database, name = case
     (table,) = parse_ddl(sql, options=ParseOptions(default_bootstrap_servers="b:9092"))
+    assert (table.database, table.table) == (database, name)
     assert [(c.name, c.type) for c in table.columns] == [(c, TYPES[t]) for c, t in cols]
     assert list(table.primary_key) == pk
     assert all(not c.nullable for c in table.columns if c.name in pk)
     assert table.log_store is not None
     assert (table.log_store.topic, table.log_store.address) == (topic, "b:9092")
+
+
+@pytest.mark.parametrize("topic", REJECTED_TOPICS)
+def test_topic_pattern_excludes_what_the_parser_rejects(topic: str) -> None:
+    # The round trip above may only draw topics the parser accepts; these it rejects on purpose.
+    assert re.fullmatch(TOPIC_PATTERN, topic) is None
+    props = {"log-store.enabled": "true", "log-store.topic": topic, "log-store.address": "b:1"}
+    with pytest.raises(DDLError):
+        resolve_log_store(props, "t")
+
+
+@pytest.mark.parametrize("name", REJECTED_NAMES)
+def test_name_pattern_excludes_what_the_name_rule_rejects(name: str) -> None:
+    assert re.fullmatch(NAME_PATTERN, name) is None
+    assert part_problems(["db", name]) and part_problems([name, "t"])
