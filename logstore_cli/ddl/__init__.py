@@ -18,6 +18,7 @@ from logstore_cli.ddl.parser import parse_statements
 from logstore_cli.ddl.source import Issue, Source, Span, clean
 from logstore_cli.errors import DDLError, Diagnostic
 from logstore_cli.model import TableSpec, is_secret_key, is_secret_value
+from logstore_cli.names import DEFAULT_DATABASE
 
 __all__ = [
     "BOOTSTRAP_SERVERS_ENV",
@@ -76,7 +77,10 @@ def parse_document(
     for node in nodes:
         table, build_issues = build_table(node, options)
         issues += build_issues
-        name = ".".join(n.text for n in node.name).lower()
+        # Where the table lives decides: `t` is `default.t`, and a catalog is no part of the path.
+        parts = [n.text for n in node.name]
+        database = parts[-2] if len(parts) >= 2 else DEFAULT_DATABASE
+        name = f"{database}.{parts[-1]}".lower()
         if name in seen:
             line = source.line_col(seen[name])[0]
             issues.append(

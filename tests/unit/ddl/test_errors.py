@@ -187,6 +187,11 @@ def test_table_declared_twice() -> None:
     assert only_error(text) == (2, 14, "table db.t is declared twice (first on line 1)")
 
 
+def test_table_declared_twice_under_other_names_of_the_same_place() -> None:
+    text = "CREATE TABLE t (a INT);\nCREATE TABLE cat.`default`.T (a INT);"
+    assert only_error(text) == (2, 14, "table default.t is declared twice (first on line 1)")
+
+
 # -- properties ------------------------------------------------------------------------------------
 
 
