@@ -31,7 +31,8 @@ def identifier_problem(part: str, what: str) -> str | None:
     if len(part) > MAX_IDENTIFIER:
         return f"the {what} name is longer than {MAX_IDENTIFIER} characters"
     if not _IDENTIFIER.fullmatch(part):
-        shown = part.encode("unicode_escape").decode("ascii")
+        # Printable characters as typed (é stays é); only control characters are escaped.
+        shown = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in part)
         return f"the {what} name '{shown}' may only contain {NAME_RULE}"
     return None
 

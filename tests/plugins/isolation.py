@@ -22,7 +22,6 @@ STATE_DIR_ENV = "LOGSTORE_STATE_DIR"
 CACHE_ENV = "LOGSTORE_HOME"
 # Switches of the test harness, not of the tool (a unit test checks that logstore_cli never reads them).
 HARNESS_PREFIX = "LOGSTORE_TEST_"  # e.g. LOGSTORE_TEST_BOOTSTRAP: use this broker, start none
-HARNESS_VARS = frozenset({"LOGSTORE_REGEN_GOLDEN"})  # rewrite the DDL golden files
 
 # The environment as the session started, read when pytest loads this plugin: session fixtures
 # (e.g. ``kafka_bootstrap``) take their settings from here, not from a test's cleaned environment.
@@ -33,7 +32,7 @@ SESSION_ENV: Mapping[str, str] = MappingProxyType(
 
 def is_kept(name: str) -> bool:
     """Whether the variable ``name`` survives into tests: the jar cache and harness switches."""
-    return name == CACHE_ENV or name in HARNESS_VARS or name.startswith(HARNESS_PREFIX)
+    return name == CACHE_ENV or name.startswith(HARNESS_PREFIX)
 
 
 @pytest.fixture(autouse=True)
