@@ -5,10 +5,22 @@ Pure: no I/O, no Kafka client, no Spark; every engine that writes or reads the l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
+
+from logstore_cli.logformat.errors import WireFormatError
+from logstore_cli.logformat.values import (
+    SqlType,
+    _Problem,
+    json_string,
+    parse_json,
+    parse_type,
+    value_decoder,
+    value_encoder,
+)
 
 
 class RowKind(StrEnum):
@@ -64,3 +76,449 @@ class CommitMarker:
 
     epoch: EpochId
     delta_version: int | None
+
+
+# -- headers and constants -----------------------------------------------------------------------
+
+HEADER_WRITER = "logstore.writer"
+HEADER_EPOCH = "logstore.epoch"
+HEADER_ATTEMPT = "logstore.attempt"
+HEADER_KIND = "logstore.kind"
+HEADER_FORMAT = "logstore.format"
+HEADERS = (HEADER_WRITER, HEADER_EPOCH, HEADER_ATTEMPT, HEADER_KIND, HEADER_FORMAT)  # as written
+FORMAT_VERSION = "1"
+CHANGE_KINDS = frozenset(
+    {RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE}
+)
+
+Headers = list[tuple[str, bytes]]
+_DECIMAL_TEXT = re.compile(r"0|[1-9][0-9]*")
+
+
+# -- the table's columns -------------------------------------------------------------------------
+
+
+class ColumnLike(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def type(self) -> str: ...
+
+
+class TableLike(Protocol):
+    """What the format needs of a table: ``model.TableSpec`` is one."""
+
+    @property
+    def columns(self) -> Sequence[ColumnLike]: ...
+
+    @property
+    def primary_key(self) -> Sequence[str]: ...
+
+
+@dataclass(frozen=True)
+class RowSchema:
+    """The columns (name, Spark SQL type string) in table order, and the primary key in
+    declaration order (empty for a table without one)."""
+
+    columns: tuple[tuple[str, str], ...]
+    primary_key: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [name for name, _ in self.columns]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise WireFormatError(f"column {name!r} appears twice", reason="type")
+        for i, name in enumerate(self.primary_key):
+            if name not in names:
+                raise WireFormatError(
+                    f"primary-key column {name!r} is not a column ({', '.join(names)})",
+                    reason="type",
+                )
+            if name in self.primary_key[:i]:
+                raise WireFormatError(f"primary-key column {name!r} appears twice", reason="type")
+        for _, sql_type in self.columns:
+            parse_type(sql_type)  # an unknown type fails here, not at the first row
+
+    @classmethod
+    def of(cls, table: TableLike) -> RowSchema:
+        return cls(tuple((c.name, c.type) for c in table.columns), tuple(table.primary_key))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.columns)
+
+    def type_of(self, column: str) -> SqlType:
+        return parse_type(dict(self.columns)[column])
+
+    def key_of(self, row: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The primary-key values of a row, in key order (None for a table without a key)."""
+        if not self.primary_key:
+            return None
+        missing = [name for name in self.primary_key if name not in row]
+        if missing:
+            raise WireFormatError(
+                f"the row has no value for primary-key column {missing[0]!r}", reason="value"
+            )
+        return {name: row[name] for name in self.primary_key}
+
+
+def _encode_column(schema: RowSchema, name: str, value: Any) -> str:
+    try:
+        return value_encoder(schema.type_of(name))(value)
+    except _Problem as problem:
+        raise problem.error(f"column {name!r}") from None
+
+
+def _encode_object(schema: RowSchema, names: Sequence[str], values: Mapping[str, Any]) -> bytes:
+    parts = (f"{json_string(n)}:{_encode_column(schema, n, values[n])}" for n in names)
+    return ("{" + ",".join(parts) + "}").encode("utf-8")
+
+
+def _check_names(schema: RowSchema, given: Mapping[str, Any], what: str) -> None:
+    unknown = [name for name in given if name not in schema.names]
+    if unknown:
+        raise WireFormatError(
+            f"{what} has a column {unknown[0]!r} the table does not have "
+            f"(columns: {', '.join(schema.names)})",
+            reason="value",
+        )
+
+
+def encode_key(key: Mapping[str, Any] | None, schema: RowSchema) -> bytes | None:
+    """The record key: the primary-key columns as a compact JSON object in key order, UTF-8;
+    None for a table without a primary key."""
+    if not schema.primary_key:
+        if key is not None:
+            raise WireFormatError(
+                "the table has no primary key, so its records have no key (pass key=None)",
+                reason="value",
+            )
+        return None
+    if key is None:
+        raise WireFormatError(
+            f"a record of a table with a primary key needs its key ({', '.join(schema.primary_key)})",
+            reason="value",
+        )
+    _check_names(schema, key, "the key")
+    for name in schema.primary_key:
+        if key.get(name) is None:
+            raise WireFormatError(
+                f"primary-key column {name!r} is {'missing' if name not in key else 'null'}",
+                reason="value",
+            )
+    extra = [name for name in key if name not in schema.primary_key]
+    if extra:
+        raise WireFormatError(
+            f"column {extra[0]!r} is not part of the primary key ({', '.join(schema.primary_key)})",
+            reason="value",
+        )
+    return _encode_object(schema, schema.primary_key, key)
+
+
+def encode_row(row: Mapping[str, Any], schema: RowSchema, *, partial: bool = False) -> bytes:
+    """The record value: the row as a compact JSON object, columns in table order, UTF-8.
+
+    Every column is required, except with ``partial`` (the row image of a ``-D``) on a table with a
+    primary key, where the key columns suffice and the columns given are written.
+    """
+    _check_names(schema, row, "the row")
+    required = schema.primary_key if partial and schema.primary_key else schema.names
+    missing = [name for name in required if name not in row]
+    if missing:
+        raise WireFormatError(f"the row has no column {missing[0]!r}", reason="value")
+    return _encode_object(schema, [n for n in schema.names if n in row], row)
+
+
+def _check_epoch(epoch: EpochId) -> None:
+    if not isinstance(epoch.writer, str) or not epoch.writer:
+        raise WireFormatError(
+            f"writer id must be a non-empty string, not {epoch.writer!r}", reason="value"
+        )
+    if not isinstance(epoch.attempt, str) or not epoch.attempt:
+        raise WireFormatError(
+            f"attempt id must be a non-empty string, not {epoch.attempt!r}", reason="value"
+        )
+    if isinstance(epoch.epoch, bool) or not isinstance(epoch.epoch, int) or epoch.epoch < 0:
+        raise WireFormatError(f"epoch must be an integer >= 0, not {epoch.epoch!r}", reason="value")
+
+
+def _header_text(name: str, text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise WireFormatError(
+            f"header {name} is not valid Unicode: {text!r}", reason="value"
+        ) from None
+
+
+def _headers(epoch: EpochId, kind: RowKind) -> Headers:
+    _check_epoch(epoch)
+    return [
+        (HEADER_WRITER, _header_text(HEADER_WRITER, epoch.writer)),
+        (HEADER_EPOCH, str(epoch.epoch).encode("ascii")),
+        (HEADER_ATTEMPT, _header_text(HEADER_ATTEMPT, epoch.attempt)),
+        (HEADER_KIND, kind.value.encode("ascii")),
+        (HEADER_FORMAT, FORMAT_VERSION.encode("ascii")),
+    ]
+
+
+def encode_change(record: ChangeRecord, schema: RowSchema) -> tuple[bytes | None, bytes, Headers]:
+    """A change record as (key, value, headers) for a Kafka producer.
+
+    The producer must partition by Kafka's default partitioner (``partition_for``; with
+    confluent-kafka, ``partitioner=murmur2_random``).
+    """
+    try:
+        kind = RowKind(record.kind)
+    except ValueError:
+        raise WireFormatError(f"unknown row kind {record.kind!r}", reason="value") from None
+    if kind not in CHANGE_KINDS:
+        raise WireFormatError("a COMMIT is a marker: encode it with encode_marker", reason="value")
+    headers = _headers(record.epoch, kind)
+    key = encode_key(record.key, schema)
+    value = encode_row(record.row, schema, partial=kind is RowKind.DELETE)
+    if record.key is not None:
+        for name in schema.primary_key:
+            if _encode_column(schema, name, record.row[name]) != _encode_column(
+                schema, name, record.key[name]
+            ):
+                raise WireFormatError(
+                    f"the key's {name!r} ({record.key[name]!r}) differs from the row's "
+                    f"({record.row[name]!r})",
+                    reason="value",
+                )
+    return key, value, headers
+
+
+def encode_marker(marker: CommitMarker) -> tuple[None, bytes, Headers]:
+    """A commit marker as (key, value, headers): key null, value ``{"delta_version":V}``
+    (``{"delta_version":null}`` with log-only emit). The producer sends one to every partition,
+    naming the partition explicitly."""
+    version = marker.delta_version
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or version < 0
+    ):
+        raise WireFormatError(
+            f"delta_version must be an integer >= 0 or None, not {version!r}", reason="value"
+        )
+    value = b'{"delta_version":' + (b"null" if version is None else str(version).encode()) + b"}"
+    return None, value, _headers(marker.epoch, RowKind.COMMIT)
+
+
+# -- decoding ------------------------------------------------------------------------------------
+
+
+def _read_headers(headers: Sequence[tuple[str, bytes | None]] | None) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name, raw in headers or ():
+        if name not in HEADERS:
+            continue  # other tools' headers (tracing ...) are not ours to judge
+        if name in found:
+            raise WireFormatError(f"header {name} appears twice", reason="malformed")
+        if raw is None:
+            raise WireFormatError(f"header {name} has no value", reason="malformed")
+        try:
+            found[name] = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            raise WireFormatError(
+                f"header {name} is not UTF-8: {raw!r}", reason="malformed"
+            ) from None
+    if HEADER_FORMAT not in found:
+        if found:
+            raise WireFormatError(
+                f"a logstore record without a {HEADER_FORMAT} header (has {', '.join(found)})",
+                reason="malformed",
+            )
+        raise WireFormatError(
+            f"not a logstore record: it has no {HEADER_FORMAT} header (a record of an adopted "
+            "topic written before adoption, or another producer's)",
+            reason="foreign",
+        )
+    if found[HEADER_FORMAT] != FORMAT_VERSION:
+        raise WireFormatError(
+            f"the record is in logstore wire format {found[HEADER_FORMAT]!r}; this logstore reads "
+            f"format {FORMAT_VERSION}",
+            reason="version",
+            hint="upgrade logstore to read records of a newer format",
+        )
+    for name in HEADERS:
+        if name not in found:
+            raise WireFormatError(f"a format-1 record without a {name} header", reason="malformed")
+    return found
+
+
+def _read_epoch(found: Mapping[str, str]) -> EpochId:
+    epoch_text = found[HEADER_EPOCH]
+    if not _DECIMAL_TEXT.fullmatch(epoch_text):
+        raise WireFormatError(
+            f"header {HEADER_EPOCH} must be a decimal integer >= 0, not {epoch_text!r}",
+            reason="malformed",
+        )
+    for name in (HEADER_WRITER, HEADER_ATTEMPT):
+        if not found[name]:
+            raise WireFormatError(f"header {name} is empty", reason="malformed")
+    return EpochId(found[HEADER_WRITER], int(epoch_text), found[HEADER_ATTEMPT])
+
+
+def _read_object(data: bytes, what: str) -> dict[str, Any]:
+    try:
+        parsed = parse_json(data)
+    except WireFormatError as exc:
+        raise WireFormatError(f"the record's {what} is {exc.message}", reason="malformed") from None
+    if not isinstance(parsed, dict):
+        raise WireFormatError(f"the record's {what} is not a JSON object", reason="malformed")
+    return parsed
+
+
+def _decode_marker(key: bytes | None, value: bytes | None, epoch: EpochId) -> CommitMarker:
+    if key is not None:
+        raise WireFormatError("a commit marker has a key (markers have none)", reason="malformed")
+    if value is None:
+        raise WireFormatError("a commit marker without a value", reason="malformed")
+    body = _read_object(value, "value")
+    if set(body) != {"delta_version"}:
+        raise WireFormatError(
+            f'a commit marker\'s value is {{"delta_version": V}}, not {value!r}', reason="malformed"
+        )
+    version = body["delta_version"]
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or version < 0
+    ):
+        raise WireFormatError(
+            f"a commit marker's delta_version must be an integer >= 0 or null, not {version!r}",
+            reason="malformed",
+        )
+    return CommitMarker(epoch, version)
+
+
+def _decode_columns(
+    schema: RowSchema, values: dict[str, Any], what: str, required: Sequence[str]
+) -> dict[str, Any]:
+    unknown = [name for name in values if name not in schema.names]
+    if unknown:
+        raise WireFormatError(
+            f"the record's {what} has an unknown column {unknown[0]!r}", reason="malformed"
+        )
+    missing = [name for name in required if name not in values]
+    if missing:
+        raise WireFormatError(
+            f"the record's {what} has no column {missing[0]!r}", reason="malformed"
+        )
+    result = {}
+    for name in (n for n in schema.names if n in values):
+        try:
+            result[name] = value_decoder(schema.type_of(name))(values[name])
+        except _Problem as problem:
+            raise problem.error(f"the record's {what}: column {name!r}") from None
+    return result
+
+
+def decode(
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]] | None,
+    schema: RowSchema | None = None,
+) -> ChangeRecord | CommitMarker:
+    """One Kafka record (as a consumer returns it) as a change or a commit marker.
+
+    Raises ``WireFormatError`` for a record that is not format 1: ``reason`` is ``foreign`` (no
+    logstore headers: skip it), ``version`` (a newer format) or ``malformed``. With a ``schema``
+    the key and row hold typed values (``decode_value``) and are checked against the table;
+    without one they are the parsed JSON (non-integral numbers as ``Decimal``).
+    """
+    found = _read_headers(headers)
+    epoch = _read_epoch(found)
+    try:
+        kind = RowKind(found[HEADER_KIND])
+    except ValueError:
+        raise WireFormatError(
+            f"unknown row kind {found[HEADER_KIND]!r} in header {HEADER_KIND}", reason="malformed"
+        ) from None
+    if kind is RowKind.COMMIT:
+        return _decode_marker(key, value, epoch)
+    if value is None:
+        raise WireFormatError(f"a {kind.value} record without a value", reason="malformed")
+    row = _read_object(value, "value")
+    key_object = None if key is None else _read_object(key, "key")
+    if schema is not None:
+        if schema.primary_key and key_object is None:
+            raise WireFormatError(
+                "a record without a key in a table with a primary key", reason="malformed"
+            )
+        if not schema.primary_key and key_object is not None:
+            raise WireFormatError(
+                "a record with a key in a table without a primary key", reason="malformed"
+            )
+        if key_object is not None:
+            if list(key_object) != list(schema.primary_key):
+                raise WireFormatError(
+                    f"the record's key has columns {list(key_object)}, not the primary key "
+                    f"{list(schema.primary_key)}",
+                    reason="malformed",
+                )
+            key_object = _decode_columns(schema, key_object, "key", schema.primary_key)
+        partial = kind is RowKind.DELETE and bool(schema.primary_key)
+        row = _decode_columns(schema, row, "value", schema.primary_key if partial else schema.names)
+    return ChangeRecord(kind, key_object, row, epoch)
+
+
+# -- Delta commit metadata -------------------------------------------------------------------------
+
+
+def commit_metadata(epoch: EpochId, offsets: Mapping[int, int]) -> str:
+    """The Delta commit's ``userMetadata``: the epoch and each partition's end offset after the
+    epoch's records (compact JSON, partitions in ascending order)."""
+    _check_epoch(epoch)
+    for partition, offset in offsets.items():
+        for what, number in (("partition", partition), ("offset", offset)):
+            if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+                raise WireFormatError(
+                    f"{what} must be an integer >= 0, not {number!r}", reason="value"
+                )
+    try:
+        writer, attempt = json_string(epoch.writer), json_string(epoch.attempt)
+    except _Problem as problem:
+        raise problem.error("the epoch") from None
+    parts = ",".join(f'"{p}":{offsets[p]}' for p in sorted(offsets))
+    return (
+        f'{{"logstore":{{"writer":{writer},"epoch":{epoch.epoch},"attempt":{attempt},'
+        f'"offsets":{{{parts}}}}}}}'
+    )
+
+
+def parse_commit_metadata(text: str | None) -> tuple[EpochId, dict[int, int]] | None:
+    """The epoch and end offsets of a Delta commit's ``userMetadata``; None when the commit is not
+    an ingest epoch's (no metadata, not JSON, no ``logstore`` object). Fields it does not know are
+    ignored (the metadata has no version of its own; new fields may only be added)."""
+    if not text:
+        return None
+    try:
+        parsed = parse_json(text)
+    except WireFormatError:
+        return None
+    if not isinstance(parsed, dict) or "logstore" not in parsed:
+        return None
+    body = parsed["logstore"]
+
+    def bad(what: str) -> WireFormatError:
+        return WireFormatError(f"logstore commit metadata {what}: {text!r}", reason="malformed")
+
+    if not isinstance(body, dict):
+        raise bad("is not an object")
+    for name, kind in (("writer", str), ("epoch", int), ("attempt", str), ("offsets", dict)):
+        if name not in body:
+            raise bad(f"has no {name!r}")
+        if not isinstance(body[name], kind) or isinstance(body[name], bool):
+            raise bad(f"has a {name!r} that is not a {kind.__name__}")
+    epoch = EpochId(body["writer"], body["epoch"], body["attempt"])
+    if not epoch.writer or not epoch.attempt or epoch.epoch < 0:
+        raise bad("has an empty writer or attempt, or a negative epoch")
+    offsets: dict[int, int] = {}
+    for partition, offset in body["offsets"].items():
+        if not _DECIMAL_TEXT.fullmatch(partition):
+            raise bad(f"has a partition {partition!r} that is not a decimal integer >= 0")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise bad(f"has an offset {offset!r} that is not an integer >= 0")
+        offsets[int(partition)] = offset
+    return epoch, offsets
