@@ -238,7 +238,8 @@ class _Problem(Exception):
         return self
 
     def error(self, subject: str) -> WireFormatError:
-        return WireFormatError(f"{subject}{self.path}: {self.message}", reason="value")
+        where = f" at {self.path.removeprefix('.')}" if self.path else ""
+        return WireFormatError(f"{subject}{where}: {self.message}", reason="value")
 
 
 def _describe(value: Any) -> str:
@@ -246,19 +247,30 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
-def json_string(text: str) -> str:
-    """``text`` as a JSON string: ``"`` ``\\`` and U+0000-U+001F escaped, nothing else.
+# JSON's mandatory escapes, written the way Jackson (the Java client's and Spark's to_json JSON
+# writer) writes them, so that a JVM producer's key text can equal ours: short escapes where JSON
+# has them, else \u00XX in upper-case hex. Nothing else is escaped ('/', DEL, U+2028 included).
+_ESCAPES = {code: f"\\u{code:04X}" for code in range(0x20)} | {
+    0x08: "\\b",
+    0x09: "\\t",
+    0x0A: "\\n",
+    0x0C: "\\f",
+    0x0D: "\\r",
+    0x22: '\\"',
+    0x5C: "\\\\",
+}
 
-    The escapes are ``\\b \\f \\n \\r \\t`` where JSON has one, else ``\\u00xx`` (lower-case hex);
-    every other character, non-ASCII included, is written as itself (UTF-8 on the wire).
-    """
+
+def json_string(text: str) -> str:
+    """``text`` as a JSON string: ``"`` ``\\`` and U+0000-U+001F escaped (``\\b \\f \\n \\r \\t``
+    where JSON has one, else ``\\u00XX`` in upper-case hex), every other character as itself."""
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
             bad = f"U+{ord(text[exc.start]):04X}"
             raise _Problem(f"text is not valid Unicode (a lone surrogate {bad})") from None
-    return json.dumps(text, ensure_ascii=False)
+    return '"' + text.translate(_ESCAPES) + '"'
 
 
 def _reject_constant(name: str) -> Any:
@@ -843,7 +855,7 @@ def _map_decoder(t: MapType) -> Decoder:
         try:
             return key_decoder(parse_json(text))
         except WireFormatError:
-            raise _Problem(f"map key {text!r} is not a {_type_text(t.key)}") from None
+            raise _Problem(f"map key {text!r} does not read as {_type_text(t.key)}") from None
 
     def decode(value: Any) -> Any:
         if not isinstance(value, dict):

@@ -393,7 +393,11 @@ def _decode_marker(key: bytes | None, value: bytes | None, epoch: EpochId) -> Co
 
 
 def _decode_columns(
-    schema: RowSchema, values: dict[str, Any], what: str, required: Sequence[str]
+    schema: RowSchema,
+    values: dict[str, Any],
+    what: str,
+    required: Sequence[str],
+    order: Sequence[str],
 ) -> dict[str, Any]:
     unknown = [name for name in values if name not in schema.names]
     if unknown:
@@ -406,7 +410,7 @@ def _decode_columns(
             f"the record's {what} has no column {missing[0]!r}", reason="malformed"
         )
     result = {}
-    for name in (n for n in schema.names if n in values):
+    for name in (n for n in order if n in values):
         try:
             result[name] = value_decoder(schema.type_of(name))(values[name])
         except _Problem as problem:
@@ -457,9 +461,12 @@ def decode(
                     f"{list(schema.primary_key)}",
                     reason="malformed",
                 )
-            key_object = _decode_columns(schema, key_object, "key", schema.primary_key)
+            key_object = _decode_columns(
+                schema, key_object, "key", schema.primary_key, schema.primary_key
+            )
         partial = kind is RowKind.DELETE and bool(schema.primary_key)
-        row = _decode_columns(schema, row, "value", schema.primary_key if partial else schema.names)
+        required = schema.primary_key if partial else schema.names
+        row = _decode_columns(schema, row, "value", required, schema.names)
     return ChangeRecord(kind, key_object, row, epoch)
 
 
