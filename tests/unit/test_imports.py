@@ -21,6 +21,7 @@ PURE_MODULES = [
     "logstore_cli.names",
     "logstore_cli.model",
     "logstore_cli.ddl",
+    "logstore_cli.logformat",
 ]
 HEAVY = ("confluent_kafka", "pyspark")
 
