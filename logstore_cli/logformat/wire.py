@@ -309,7 +309,11 @@ def encode_marker(marker: CommitMarker) -> tuple[None, bytes, Headers]:
 # -- decoding ------------------------------------------------------------------------------------
 
 
-def _read_headers(headers: Sequence[tuple[str, bytes | None]] | None) -> dict[str, str]:
+# As confluent-kafka's Message.headers() types them (its values are bytes in practice).
+RecordHeaders = Sequence[tuple[str, str | bytes | None]]
+
+
+def _read_headers(headers: RecordHeaders | None) -> dict[str, str]:
     found: dict[str, str] = {}
     for name, raw in headers or ():
         if name not in HEADERS:
@@ -319,7 +323,7 @@ def _read_headers(headers: Sequence[tuple[str, bytes | None]] | None) -> dict[st
         if raw is None:
             raise WireFormatError(f"header {name} has no value", reason="malformed")
         try:
-            found[name] = bytes(raw).decode("utf-8")
+            found[name] = raw if isinstance(raw, str) else bytes(raw).decode("utf-8")
         except UnicodeDecodeError:
             raise WireFormatError(
                 f"header {name} is not UTF-8: {raw!r}", reason="malformed"
@@ -421,7 +425,7 @@ def _decode_columns(
 def decode(
     key: bytes | None,
     value: bytes | None,
-    headers: Sequence[tuple[str, bytes | None]] | None,
+    headers: RecordHeaders | None,
     schema: RowSchema | None = None,
 ) -> ChangeRecord | CommitMarker:
     """One Kafka record (as a consumer returns it) as a change or a commit marker.
