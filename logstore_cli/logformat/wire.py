@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import Any, Protocol
 
 from logstore_cli.logformat.errors import WireFormatError
@@ -137,19 +138,30 @@ class RowSchema:
                 )
             if name in self.primary_key[:i]:
                 raise WireFormatError(f"primary-key column {name!r} appears twice", reason="type")
-        for _, sql_type in self.columns:
-            parse_type(sql_type)  # an unknown type fails here, not at the first row
+        for name in names:
+            try:
+                json_string(name)
+            except _Problem as problem:
+                raise WireFormatError(
+                    f"column name {name!r}: {problem.message}", reason="type"
+                ) from None
+        _ = self.types  # an unknown type fails here, not at the first row
 
     @classmethod
     def of(cls, table: TableLike) -> RowSchema:
         return cls(tuple((c.name, c.type) for c in table.columns), tuple(table.primary_key))
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.columns)
 
+    @cached_property
+    def types(self) -> dict[str, SqlType]:
+        """Each column's parsed type, by name."""
+        return {name: parse_type(sql_type) for name, sql_type in self.columns}
+
     def type_of(self, column: str) -> SqlType:
-        return parse_type(dict(self.columns)[column])
+        return self.types[column]
 
     def key_of(self, row: Mapping[str, Any]) -> dict[str, Any] | None:
         """The primary-key values of a row, in key order (None for a table without a key)."""
@@ -176,7 +188,7 @@ def _encode_object(schema: RowSchema, names: Sequence[str], values: Mapping[str,
 
 
 def _check_names(schema: RowSchema, given: Mapping[str, Any], what: str) -> None:
-    unknown = [name for name in given if name not in schema.names]
+    unknown = [name for name in given if name not in schema.types]
     if unknown:
         raise WireFormatError(
             f"{what} has a column {unknown[0]!r} the table does not have "
@@ -403,7 +415,7 @@ def _decode_columns(
     required: Sequence[str],
     order: Sequence[str],
 ) -> dict[str, Any]:
-    unknown = [name for name in values if name not in schema.names]
+    unknown = [name for name in values if name not in schema.types]
     if unknown:
         raise WireFormatError(
             f"the record's {what} has an unknown column {unknown[0]!r}", reason="malformed"

@@ -220,6 +220,7 @@ def test_a_marker_version_is_a_non_negative_integer(version: Any) -> None:
         ((("a", "int"),), ("b",), "primary-key column 'b' is not a column"),
         ((("a", "int"),), ("a", "a"), "primary-key column 'a' appears twice"),
         ((("a", "interval"),), (), "unknown type 'interval'"),
+        ((("a\ud800", "int"),), (), "lone surrogate U\\+D800"),
     ],
 )
 def test_a_bad_schema_fails_when_built(
