@@ -189,6 +189,7 @@ class PartitionDecider:
         self._open: dict[str, _Open] = {}  # by writer: at most one open epoch each
         self._next: int | None = None  # offsets below were processed
         self._replay_until: int | None = None  # output below this offset was delivered already
+        self._resume_from: int | None = None  # a resumed decider's first offset, when it matters
         self.stats = DeciderStats()
 
     # -- reading ---------------------------------------------------------------------------------
@@ -211,6 +212,13 @@ class PartitionDecider:
         if self._next is not None and offset < self._next:
             self.stats.replayed += 1
             return []
+        if self._resume_from is not None and offset > self._resume_from:
+            raise DeciderStateError(
+                f"it needs the partition from offset {self._resume_from} to rebuild the epochs "
+                f"still open, but the first record read is at offset {offset} (were the records "
+                "deleted by the topic's retention?)"
+            )
+        self._resume_from = None
         self._next = offset + 1
         if isinstance(item, CommitMarker):
             self.stats.markers += 1
@@ -289,8 +297,9 @@ class PartitionDecider:
 
     @property
     def position(self) -> int | None:
-        """The next offset to read (None before the first item)."""
-        return self._next if self._next is not None else self._replay_until
+        """The offset after the last one processed or delivered (None before the first item)."""
+        known = [o for o in (self._next, self._replay_until) if o is not None]
+        return max(known) if known else None
 
     @property
     def committed_through(self) -> dict[str, int]:
@@ -312,6 +321,8 @@ class PartitionDecider:
     def resume_offset(self) -> int | None:
         """The smallest offset that must be read again to rebuild the open epochs: the first offset
         of the oldest one, else ``position``."""
+        if self._resume_from is not None:
+            return self._resume_from  # resumed, and nothing read yet
         firsts = [open_.records[0][0] for open_ in self._open.values()]
         return min(firsts) if firsts else self.position
 
@@ -327,6 +338,8 @@ class PartitionDecider:
         """
         decider = cls(level, committed_through=point.committed_through)
         decider._replay_until = point.position
+        if point.offset is not None and point.offset != point.position:
+            decider._resume_from = point.offset  # a record of an open epoch: it must be read again
         return decider
 
     # -- saved state -----------------------------------------------------------------------------
@@ -338,6 +351,7 @@ class PartitionDecider:
             "level": self._level,
             "next_offset": self._next,
             "replay_until": self._replay_until,
+            "resume_from": self._resume_from,
             "committed_through": dict(self._through),
             "open": [
                 {
@@ -370,6 +384,7 @@ class PartitionDecider:
         decider = cls(cast(Level, level), committed_through=_through(obj, "state"))
         decider._next = _opt_int(obj, "next_offset", "state")
         decider._replay_until = _opt_int(obj, "replay_until", "state")
+        decider._resume_from = _opt_int(obj, "resume_from", "state")
         opens = obj.get("open")
         if not isinstance(opens, list) or (opens and (level == "none" or decider._next is None)):
             raise DeciderStateError(

@@ -374,6 +374,27 @@ def test_a_resume_point_keeps_epochs_resolved_after_it_from_being_emitted_twice(
         assert done + out == decide(SCENARIO, level), level
 
 
+def test_a_resume_point_is_refused_when_the_records_to_re_read_are_gone() -> None:
+    decider = PartitionDecider("committed")
+    steps(decider, SCENARIO[:3])
+    point = decider.resume_point()
+    assert (point.offset, point.position) == (100, 105)
+    resumed = PartitionDecider.resume("committed", point)
+    assert resumed.resume_point() == point  # saving it again before reading keeps it
+    saved = PartitionDecider.restore(json.loads(json.dumps(resumed.state())))
+    for decider in (resumed, saved):
+        with pytest.raises(
+            DeciderStateError, match=r"from offset 100 .* at offset 102 .*retention"
+        ):
+            decider.feed(*SCENARIO[1])
+    # Nothing open: the next record may come after a gap.
+    done = PartitionDecider("committed")
+    steps(done, offsets(rec("+I", 1, "x"), mark()))
+    later = PartitionDecider.resume("committed", done.resume_point())
+    assert brief(later.feed(500, rec("+I", 2, "y", n=1))) == []
+    assert later.position == 501
+
+
 def test_state_keeps_column_values_json_has_no_type_for() -> None:
     odd_map = {"$decimal": "not a tag"}
     key = {"id": Decimal("10.50"), "at": datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC)}
@@ -772,14 +793,30 @@ def run_restored(
     return out + [e for o, i in log[max(cut - back, 0) :] for e in second.feed(o, i)]
 
 
-def run_resumed(level: str, log: Sequence[tuple[int, Item]], cut: int) -> list[Emission]:
-    """Read up to ``cut``, keep only the resume point, and re-read the partition from its offset."""
+def _from_point(
+    level: str, log: Sequence[tuple[int, Item]], decider: PartitionDecider
+) -> tuple[PartitionDecider, list[tuple[int, Item]]]:
+    """A decider resumed from ``decider``'s resume point (through JSON) and what it re-reads."""
+    point = ResumePoint.from_json(json.loads(json.dumps(decider.resume_point().to_json())))
+    start = point.offset if point.offset is not None else log[0][0] if log else 0
+    return PartitionDecider.resume(level, point), [(o, i) for o, i in log if o >= start]
+
+
+def run_resumed(
+    level: str, log: Sequence[tuple[int, Item]], cut: int, again: int, via_state: bool
+) -> list[Emission]:
+    """Read up to ``cut`` and keep only the resume point; re-read from its offset, and after
+    ``again`` items stop once more (keeping the state, or again only a resume point)."""
     first = PartitionDecider(level)
     out = [e for o, i in log[:cut] for e in first.feed(o, i)]
-    point = ResumePoint.from_json(json.loads(json.dumps(first.resume_point().to_json())))
-    second = PartitionDecider.resume(level, point)
-    start = point.offset if point.offset is not None else log[0][0] if log else 0
-    return out + [e for o, i in log if o >= start for e in second.feed(o, i)]
+    second, rest = _from_point(level, log, first)
+    out += [e for o, i in rest[:again] for e in second.feed(o, i)]
+    if via_state:
+        third = PartitionDecider.restore(json.loads(json.dumps(second.state())))
+        rest = rest[again:]
+    else:
+        third, rest = _from_point(level, log, second)
+    return out + [e for o, i in rest for e in third.feed(o, i)]
 
 
 @settings(max_examples=2000, deadline=None)
@@ -821,7 +858,9 @@ def test_every_level_against_what_the_writer_committed(world: World, data: st.Da
             cut = data.draw(st.integers(0, len(log)), label=f"cut {level}")
             back = data.draw(st.integers(0, 3), label="re-delivered")
             assert run_restored(level, log, cut, back) == whole
-            assert run_resumed(level, log, cut) == whole
+            again = data.draw(st.integers(0, len(log)), label="again")
+            via_state = data.draw(st.booleans(), label="via state")
+            assert run_resumed(level, log, cut, again, via_state) == whole
 
         all_committed += committed
         all_eventual += eventual
