@@ -648,14 +648,20 @@ class World:
             job.batch = self.plan(draw, job.next_epoch)
         batch = job.batch
         epoch = EpochId(job.writer, batch.epoch, f"a{self.new_id()}")
-        some = draw(st.lists(st.booleans(), min_size=self.partitions, max_size=self.partitions))
+
+        def reach() -> list[bool]:
+            if outcome == "ok":
+                return all_partitions
+            # A crash while the markers were published: some partitions got theirs.
+            return draw(st.lists(st.booleans(), min_size=self.partitions, max_size=self.partitions))
+
         job.crashed = outcome != "ok"
         if batch.committed is not None:
             # Step 1: already committed; re-publish the committed attempt's markers only.
             if self.careless:
                 self.produce(epoch, batch.changes)
             done = EpochId(job.writer, batch.epoch, batch.committed)
-            self.markers(done, all_partitions if outcome == "ok" else some)
+            self.markers(done, reach())
         elif outcome == "before-produce":
             pass
         elif outcome == "mid-produce":
@@ -666,7 +672,7 @@ class World:
         else:  # "after-commit" (markers reach only some partitions) or "ok"
             self.produce(epoch, batch.changes)
             self.commit(epoch, batch)
-            self.markers(epoch, all_partitions if outcome == "ok" else some)
+            self.markers(epoch, reach())
         if outcome == "ok":
             job.batch = None
             job.next_epoch = batch.epoch + 1
