@@ -1,6 +1,6 @@
 """What a log reader emits, per partition, at each read level (docs/design.md §6.4).
 
-Pure: no I/O, stdlib only. Every reader of the log (the Spark job, a plain Kafka consumer, the
+Pure: no I/O; the standard library and ``logstore_cli.errors`` only. Every reader of the log (the Spark job, a plain Kafka consumer, the
 verifier) feeds a partition's records and commit markers in offset order to one
 ``PartitionDecider`` and emits what it returns. The rules, and the edge cases they settle, are
 written up in the design's "Decision rules in detail"; in short:
@@ -8,8 +8,8 @@ written up in the design's "Decision rules in detail"; in short:
 - ``committed``: the records of an epoch ``(W, N)`` are held until its marker, then those of the
   attempt the marker names are emitted in offset order and the rest dropped.
 - ``eventual``: records are emitted at once; when an attempt turns out to have failed (a record of
-  another attempt of its epoch, a marker naming another attempt, or an item of a later epoch of the
-  same writer), what it emitted is retracted, newest first (the reversed row kind).
+  another attempt of its epoch, a marker naming another attempt, or an item of another unresolved
+  epoch of the same writer), what it emitted is retracted, newest first (the reversed row kind).
 - ``none``: every change record is emitted at once, markers are not data.
 
 A writer's epochs are sequential (Spark runs batch ``N+1`` only after batch ``N``'s markers are
