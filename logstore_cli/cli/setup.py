@@ -18,7 +18,8 @@ def setup(
     ] = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Fetch the Delta (Spark) and Kafka-broker jars from Maven Central into the local cache."""
+    """Fetch the Spark (Delta, Kafka connector) and Kafka-broker jars from Maven Central into the
+    local cache."""
     from logstore_cli.jvm.deps import classpath_dir, ensure_classpath
 
     out = Output(json_mode=json_)

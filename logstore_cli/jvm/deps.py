@@ -26,7 +26,7 @@ from logstore_cli.paths import cache_home
 class Classpath(StrEnum):
     """A named JVM classpath and the pom (inside this package) that defines it."""
 
-    SPARK = "spark"  # Delta's jars, added to pyspark's own
+    SPARK = "spark"  # Delta and Spark's Kafka connector, added to pyspark's own jars
     KAFKA = "kafka"  # the local Kafka broker
 
     @property

@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import xml.etree.ElementTree as ET
+from importlib import metadata, resources
 from pathlib import Path
 
 import pytest
@@ -34,6 +37,50 @@ def test_poms_pin_versions() -> None:
     for pom in (spark, kafka):
         assert "<artifactId>maven-dependency-plugin</artifactId>" in pom
         assert "<version>3.8.1</version>" in pom
+
+
+def _pom_dependencies(pom: str) -> dict[str, tuple[str, set[str]]]:
+    """artifactId -> (version with ${properties} filled in, excluded artifactIds)."""
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    root = ET.fromstring(pom)
+    props = {p.tag.split("}")[1]: p.text or "" for p in root.findall("m:properties/*", ns)}
+    deps_: dict[str, tuple[str, set[str]]] = {}
+    for dep in root.findall("m:dependencies/m:dependency", ns):
+        version = re.sub(
+            r"\$\{([^}]+)\}", lambda m: props[m.group(1)], dep.findtext("m:version", "", ns)
+        )
+        excluded = {e.text or "" for e in dep.findall("m:exclusions/m:exclusion/m:artifactId", ns)}
+        deps_[dep.findtext("m:artifactId", "", ns)] = (version, excluded)
+    return deps_
+
+
+def test_spark_pom_matches_the_installed_pyspark() -> None:
+    # Spark's connector jars link against Spark's internals and Scala: they must be the pyspark
+    # release line and its Scala binary version.
+    spark = metadata.version("pyspark")
+    jars = Path(str(resources.files("pyspark"))) / "jars"
+    [scala_lib] = jars.glob("scala-library-*.jar")
+    scala = ".".join(scala_lib.name.removeprefix("scala-library-").split(".")[:2])
+    pom = _pom_dependencies(deps.pom_text(Classpath.SPARK))
+
+    version, excluded = pom["spark-sql-kafka-0-10_2.13"]
+    assert version == spark
+    assert "spark-token-provider-kafka-0-10_2.13" in excluded  # replaced by the pinned one below
+    token_version, _ = pom["spark-token-provider-kafka-0-10_2.13"]
+    assert token_version.split(".")[:2] == spark.split(".")[:2]
+    for artifact in pom:
+        suffix = re.search(r"_(\d+\.\d+)$", artifact)
+        assert suffix is None or suffix.group(1) == scala, artifact
+
+
+def test_spark_pom_excludes_what_pyspark_ships() -> None:
+    # The connector's transitive jars that pyspark/jars already holds (often in a newer version).
+    shipped = {p.name for p in (Path(str(resources.files("pyspark"))) / "jars").glob("*.jar")}
+    pom = _pom_dependencies(deps.pom_text(Classpath.SPARK))
+    _, excluded = pom["spark-sql-kafka-0-10_2.13"]
+    for artifact in ("slf4j-api", "lz4-java", "snappy-java", "zstd-jni", "jsr305", "scala-library"):
+        assert any(name.startswith(f"{artifact}-") for name in shipped), artifact
+        assert artifact in excluded, artifact
 
 
 def test_classpath_dir_is_keyed_by_pom_hash(cache: Path) -> None:
