@@ -181,7 +181,7 @@ class KafkaErrorMapper:
         if login is not None:
             return login
         if self._call.all_down and self._call.connect_failures >= self._address_count():
-            return self.unreachable()
+            return self.unreachable(at_once=True)
         return None
 
     # -- errors ------------------------------------------------------------------------------------
@@ -277,10 +277,12 @@ class KafkaErrorMapper:
             detail=said,
         )
 
-    def unreachable(self, detail: str | None = None) -> BrokerError:
+    def unreachable(self, detail: str | None = None, *, at_once: bool = False) -> BrokerError:
+        """``at_once``: every bootstrap address failed its connection, so nothing was waited for."""
         last = self._call.last_connect_error or detail
+        when = "" if at_once else f" within {self.timeout_s:g}s"
         return BrokerError(
-            f"cannot reach Kafka at {self.bootstrap_servers} within {self.timeout_s:g}s",
+            f"cannot reach Kafka at {self.bootstrap_servers}{when}",
             hint="check the bootstrap servers and that the brokers are up ('logstore broker "
             "start' runs a local one); behind TLS/SASL set security.protocol and sasl.*/ssl.*",
             detail=self.redact(last) if last else None,

@@ -207,7 +207,7 @@ def test_unreachable_broker_fails_within_the_deadline(
                 admin.end_offsets("t")
         elapsed = time.monotonic() - started
     assert elapsed < timeout_s + 5, f"{call} took {elapsed:.1f}s"
-    assert str(info.value) == f"cannot reach Kafka at 127.0.0.1:{port} within 2s"
+    assert str(info.value) == f"cannot reach Kafka at 127.0.0.1:{port}"  # refused: no waiting
     assert info.value.exit_code == EXIT_FAILURE
     assert "broker" in (info.value.hint or "")
     assert "Connection refused" in (info.value.detail or "")
@@ -226,7 +226,7 @@ def test_a_refused_connection_fails_at_once_not_after_the_timeout(
             CALLS[call](admin)
         elapsed = time.monotonic() - started
     assert elapsed < PROMPT_S, f"{call} took {elapsed:.2f}s of its {REFUSED_TIMEOUT_S:g}s"
-    assert str(info.value) == f"cannot reach Kafka at 127.0.0.1:{port} within 10s"
+    assert str(info.value) == f"cannot reach Kafka at 127.0.0.1:{port}"  # no wait to speak of
     assert info.value.exit_code == EXIT_FAILURE
     assert "broker" in (info.value.hint or "")
     assert "Connection refused" in (info.value.detail or "")
@@ -237,7 +237,7 @@ def test_every_refused_bootstrap_address_fails_at_once() -> None:
     bootstrap = f"127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
     with KafkaAdmin(bootstrap, timeout_s=REFUSED_TIMEOUT_S) as admin:
         started = time.monotonic()
-        with pytest.raises(BrokerError, match=f"cannot reach Kafka at {bootstrap} within 10s"):
+        with pytest.raises(BrokerError, match=f"^cannot reach Kafka at {bootstrap}$"):
             admin.describe_topic("t")
         assert time.monotonic() - started < PROMPT_S
 

@@ -56,7 +56,7 @@ def test_a_refused_bootstrap_address_is_fatal_once_all_brokers_are_reported_down
     mapper.on_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
     error = mapper.fatal()
     assert isinstance(error, BrokerError)
-    assert str(error) == f"cannot reach Kafka at {BOOT} within 10s"
+    assert str(error) == f"cannot reach Kafka at {BOOT}"  # at once: it waited for nothing
     assert error.detail == REFUSED  # the connection's own failure, not the summary
     assert error.exit_code == EXIT_FAILURE
 
