@@ -36,7 +36,11 @@ class StoredTable:
 
 def load_table(warehouse: Path, name: str, *, default_bootstrap: str | None = None) -> StoredTable:
     """The table ``name`` of the warehouse, its model rebuilt from its Delta metadata."""
-    ref = wh.find_table(warehouse, name)
+    return load_ref(wh.find_table(warehouse, name), default_bootstrap=default_bootstrap)
+
+
+def load_ref(ref: wh.TableRef, *, default_bootstrap: str | None = None) -> StoredTable:
+    """The committed table ``ref`` points at, read once."""
     state = wh.read_delta(ref.path)
     return StoredTable(ref, state, spec_from_delta(ref, state, default_bootstrap))
 

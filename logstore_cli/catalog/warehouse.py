@@ -97,10 +97,6 @@ def has_committed_version(path: Path) -> bool:
         return False
 
 
-def is_delta_table(path: Path) -> bool:
-    return has_committed_version(path)
-
-
 def is_uncommitted_leftover(path: Path) -> bool:
     """A table directory whose first Delta commit never happened (an interrupted create-table):
     a ``_delta_log`` without any committed version. It holds no table data anyone committed."""

@@ -292,7 +292,7 @@ def drop_table(
     Also removes a table directory that an interrupted create-table left without a committed
     Delta version.
     """
-    from logstore_cli.catalog.tables import load_table
+    from logstore_cli.catalog.tables import load_ref
     from logstore_cli.catalog.warehouse import find_table
     from logstore_cli.provision.service import drop_table as drop_service
 
@@ -301,7 +301,7 @@ def drop_table(
     ref = find_table(ctx.warehouse, table, uncommitted=True)
     spec = None
     if ref.committed:
-        spec = load_table(ctx.warehouse, table, default_bootstrap=ctx.default_bootstrap).spec
+        spec = load_ref(ref, default_bootstrap=ctx.default_bootstrap).spec
     what = f"table '{ref.name}' ({ref.path})"
     if delete_topic and spec is not None and spec.log_store:
         what += f" and topic '{spec.log_store.topic}'"

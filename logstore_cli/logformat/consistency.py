@@ -378,10 +378,8 @@ class PartitionDecider:
         """The decider ``state()`` saved. Raises ``DeciderStateError`` for a damaged snapshot."""
         obj = _object(snapshot, "state")
         _check_format(obj, "state")
-        level = obj.get("level")
-        if level not in LEVELS:
-            raise DeciderStateError(f"state.level: {level!r} is not one of {', '.join(LEVELS)}")
-        decider = cls(cast(Level, level), committed_through=_through(obj, "state"))
+        level = _level(obj)
+        decider = cls(level, committed_through=_through(obj, "state"))
         decider._next = _opt_int(obj, "next_offset", "state")
         decider._replay_until = _opt_int(obj, "replay_until", "state")
         decider._resume_from = _opt_int(obj, "resume_from", "state")
@@ -486,10 +484,8 @@ class TopicDecider:
     def restore(cls, snapshot: Any) -> TopicDecider:
         obj = _object(snapshot, "state")
         _check_format(obj, "state")
-        level = obj.get("level")
-        if level not in LEVELS:
-            raise DeciderStateError(f"state.level: {level!r} is not one of {', '.join(LEVELS)}")
-        topic = cls(cast(Level, level), committed_through=_through(obj, "state"))
+        level = _level(obj)
+        topic = cls(level, committed_through=_through(obj, "state"))
         parts = obj.get("partitions")
         if not isinstance(parts, dict):
             raise DeciderStateError("state.partitions: expected an object")
@@ -643,3 +639,11 @@ def _from_json(value: Any, where: str) -> Any:
 def _hashable(key: Any) -> Any:
     hash(key)  # a list as a map key is damage; TypeError is reported by the caller
     return key
+
+
+def _level(obj: Mapping[str, Any]) -> Level:
+    """A snapshot's consistency level, checked."""
+    level = obj.get("level")
+    if level not in LEVELS:
+        raise DeciderStateError(f"state.level: {level!r} is not one of {', '.join(LEVELS)}")
+    return cast(Level, level)

@@ -389,7 +389,7 @@ def _topic_change(
             return None
         action = "keep"
         if delete_topic:
-            _check_deletable(stored, old_log, owners)
+            _check_deletable(stored.ref.name, old_log, owners)
             action = "delete"
         return TopicChange(old_log.topic, action)
     if old_log is not None and _topic_settings(old_log, old.properties) == _topic_settings(
@@ -407,7 +407,7 @@ def _topic_change(
     if renamed and old_log is not None:
         old_action = "keep"
         if delete_topic:
-            _check_deletable(stored, old_log, owners)
+            _check_deletable(stored.ref.name, old_log, owners)
             old_action = "delete"
     old_topic = old_log.topic if renamed and old_log is not None else None
     partitions, replication = new.partitions, new.replication
@@ -457,13 +457,19 @@ def _holds_records(topic: str, records: int, table: str) -> TableConflictError:
     )
 
 
-def _check_deletable(stored: StoredTable, log_spec: LogStoreSpec, owners: TopicOwners) -> None:
-    users = owners.users(log_spec, exclude=stored.ref.name)
+def _check_deletable(
+    table: str,
+    log_spec: LogStoreSpec,
+    owners: TopicOwners,
+    hint: str = "leave out --delete-topic; nothing was changed",
+) -> None:
+    """Refuse to delete a topic that another table of the warehouse uses."""
+    users = owners.users(log_spec, exclude=table)
     if users:
         raise TopicInUseError(
             f"refusing to delete Kafka topic '{log_spec.topic}': it is also the log of table "
             + ", ".join(f"'{u}'" for u in users),
-            hint="leave out --delete-topic; nothing was changed",
+            hint=hint,
         )
 
 
@@ -635,15 +641,10 @@ def drop_table(
         # Reach the broker before deleting anything, so a down broker leaves the table whole.
         exists = stores.topics.describe(log_spec) is not None
         if exists:
-            users = TopicOwners(warehouse, stores.delta, default_bootstrap).users(
-                log_spec, exclude=ref.name
-            )
-            if users:
-                raise TopicInUseError(
-                    f"refusing to delete Kafka topic '{log_spec.topic}': it is also the log of "
-                    "table " + ", ".join(f"'{u}'" for u in users),
-                    hint="drop the table without --delete-topic; nothing was deleted",
-                )
+            _check_deletable(
+                ref.name, log_spec, TopicOwners(warehouse, stores.delta, default_bootstrap),
+                hint="drop the table without --delete-topic; nothing was deleted",
+            )  # fmt: skip
     stores.delta.drop(ref.path)
     if exists and log_spec is not None:
         stores.topics.delete(log_spec)
