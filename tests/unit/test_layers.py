@@ -17,12 +17,13 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"errors", "model"},
     "ddl": {"errors", "model", "names"},
     "logformat": {"errors"},
+    "ingest": {"errors", "model", "names", "logformat"},
     "jvm": {"errors", "paths"},
     "kafka": {"errors", "model", "paths", "jvm"},
-    "catalog": {"errors", "model", "names", "ddl", "kafka"},
+    "catalog": {"errors", "model", "names", "ddl", "kafka", "logformat", "ingest"},
     "provision": {"errors", "model", "names", "ddl", "kafka", "catalog", "config"},
     "jobs": {"errors", "model", "names", "ddl", "kafka", "catalog", "config", "paths", "jvm",
-             "logformat", "provision"},
+             "logformat", "provision", "ingest"},
 }  # fmt: skip
 TOP = {"__init__", "__main__", "cli", *ALLOWED}
 
