@@ -1,0 +1,455 @@
+"""``logstore ingest``: run the double-write ingest job (``jobs/ingest.py``) with progress.
+
+Progress: a live line on a terminal, one plain line per epoch on stderr without one, one JSON
+object per epoch on stdout with ``--json``. Ctrl-C stops after the epoch in flight (exit 130); a
+second Ctrl-C stops at once (the epoch in flight runs again when the job restarts).
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.live import Live
+from rich.text import Text
+
+from logstore_cli.cli.context import Context, make_context, parse_pairs
+from logstore_cli.cli.options import JsonOpt, config_options
+from logstore_cli.cli.output import Output, key_value_table
+from logstore_cli.config import Overrides, Uses
+from logstore_cli.errors import InvalidInputError
+from logstore_cli.ingest import plan
+
+if TYPE_CHECKING:
+    from logstore_cli.jobs.ingest import EpochReport, IngestJob, RunSummary
+
+SOURCE_PANEL = "Source"
+GENERATE_PANEL = "Generated source (--source generate)"
+JOB_PANEL = "Job"
+
+
+def _ratio(value: float, flag: str) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise InvalidInputError(f"{flag} must be between 0 and 1, got {value}")
+    return value
+
+
+def _generate(
+    rate: int, keys: int, total: int | None, update: float, delete: float, seed: int
+) -> plan.GenerateSource:
+    if rate <= 0:
+        raise InvalidInputError(f"--rate must be at least 1 change per second, got {rate}")
+    if keys <= 0:
+        raise InvalidInputError(f"--keys must be at least 1, got {keys}")
+    if total is not None and total < 0:
+        raise InvalidInputError(f"--total must be 0 or more, got {total}")
+    if _ratio(update, "--update-ratio") + _ratio(delete, "--delete-ratio") > 1.0:
+        raise InvalidInputError(
+            f"--update-ratio ({update}) and --delete-ratio ({delete}) add up to more than 1"
+        )
+    return plan.GenerateSource(rate, keys, total, update, delete, seed)
+
+
+def build_job(
+    ctx: Context,
+    table: str,
+    *,
+    source: str,
+    format: str | None,
+    source_options: dict[str, str],
+    source_bootstrap: str | None,
+    generate: plan.GenerateSource,
+    op_column: str | None,
+    sequence_column: str | None,
+    emit: str | None,
+    trigger_s: float,
+    once: bool,
+    job: str,
+    checkpoint: str | None,
+    lease_ttl_s: float,
+    max_epochs: int | None,
+) -> IngestJob:
+    """Everything the job needs, checked before Spark starts (bad input is exit 2 at once)."""
+    from logstore_cli.jobs.ingest import IngestJob, KafkaTarget
+    from logstore_cli.jobs.sources import SourceRequest
+
+    stored = ctx.load_table(table)
+    spec = stored.spec
+    stores = plan.resolve_stores(spec, emit)
+    columns = plan.resolve_columns(spec, op_column, sequence_column)
+    src = plan.parse_source(
+        source, format=format, source_bootstrap=source_bootstrap, generate=generate
+    )
+    if isinstance(src, plan.GenerateSource):
+        from logstore_cli.ingest.generate import check_generate
+
+        check_generate(src, spec, once=once)
+    if not trigger_s > 0:
+        raise InvalidInputError(f"--trigger must be a positive number of seconds, got {trigger_s}")
+    if not lease_ttl_s >= 1:
+        raise InvalidInputError(f"--lease-ttl must be at least 1 second, got {lease_ttl_s}")
+    if checkpoint is not None and not checkpoint.strip():
+        raise InvalidInputError("--checkpoint is empty")
+    log = spec.log_store
+    kafka = None
+    client: dict[str, str] = dict(ctx.config.kafka.client)
+    if log is not None:
+        client.update(log.client_properties)  # the table's own keys win, as in provisioning
+        if stores.log:
+            kafka = KafkaTarget(log.address, client, log.topic, ctx.config.kafka.timeout_s)
+    request = SourceRequest(
+        spec=src,
+        table=spec,
+        columns=columns,
+        options=source_options,
+        kafka_bootstrap=log.address if log is not None else ctx.default_bootstrap,
+        kafka_client=client if log is not None else dict(ctx.config.kafka.client),
+    )
+    paths = plan.JobPaths(str(stored.ref.path), plan.check_job_name(job), checkpoint)
+    return IngestJob(
+        table=spec,
+        table_path=stored.ref.path,
+        paths=paths,
+        stores=stores,
+        source=request,
+        kafka=kafka,
+        trigger_s=trigger_s,
+        once=once,
+        lease_ttl_s=lease_ttl_s,
+        max_epochs=max_epochs,
+    )
+
+
+class Progress:
+    """Per-epoch progress: Rich live view on a terminal, plain lines or JSON lines otherwise."""
+
+    def __init__(self, out: Output, table: str, job: IngestJob) -> None:
+        self.out = out
+        self.table = table
+        self.job = job
+        self.started = time.monotonic()
+        self.rows = 0
+        self.quarantined = 0
+        self.epochs = 0
+        self.last: EpochReport | None = None
+        self.writer = ""
+        self.lock = threading.Lock()
+        self.live: Live | None = None
+        if not out.json_mode and out.err.is_terminal:
+            self.live = Live(self._view(), console=out.err, refresh_per_second=4, transient=False)
+
+    def __enter__(self) -> Progress:
+        if self.live is not None:
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.update(self._view())
+            self.live.stop()
+
+    def started_as(self, writer: str) -> None:
+        self.writer = writer
+        self.out.event({"event": "start", "table": self.table, "writer": writer,
+                        "job": self.job.paths.job, "stores": self.job.stores.describe()})  # fmt: skip
+        if self.live is None:
+            self.out.info(
+                f"ingesting into {self.table} ({self.job.stores.describe()}) from "
+                f"{self.job.source.spec.describe()}; writer {writer}, job {self.job.paths.job}"
+            )
+        else:
+            self.live.update(self._view())
+
+    def epoch(self, report: EpochReport) -> None:
+        with self.lock:
+            self.epochs += 1
+            self.rows += report.rows
+            self.quarantined += report.quarantined
+            self.last = report
+        self.out.event(report.to_json())
+        if self.out.json_mode:
+            return
+        if self.live is not None:
+            self.live.update(self._view())
+        else:
+            self.out.info(_epoch_line(report, self.quarantined))
+
+    def _view(self) -> Text:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        last = self.last
+        text = Text.assemble(
+            ("ingest ", "bold"), (self.table, "cyan"), f" ({self.job.stores.describe()})  ",
+            f"epochs {self.epochs}  rows {self.rows:,}  ", f"{self.rows / elapsed:,.0f} rows/s  ",
+            ("quarantined ", "yellow" if self.quarantined else ""), f"{self.quarantined}",
+        )  # fmt: skip
+        if last is not None:
+            text.append("\n" + _epoch_line(last, self.quarantined), style="dim")
+        return text
+
+
+def _epoch_line(r: EpochReport, quarantined_total: int) -> str:
+    offsets = " ".join(f"{p}:{o}" for p, o in sorted(r.offsets.items())) or "-"
+    what = "markers re-published (already committed)" if r.republished else (
+        f"{r.rows:,} rows, {r.log_records:,} log records, {r.rows_per_s:,.0f} rows/s"
+    )  # fmt: skip
+    version = "-" if r.delta_version is None else str(r.delta_version)
+    return (
+        f"epoch {r.epoch}: {what}; Delta v{version}; log end offsets {offsets}; "
+        f"quarantined {r.quarantined} (total {quarantined_total})"
+    )
+
+
+class _StopOnSigint:
+    """Ctrl-C once: stop after the epoch in flight. Twice: stop now (KeyboardInterrupt)."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self.requested = threading.Event()
+        self.previous: Any = None
+
+    def __enter__(self) -> _StopOnSigint:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+        self.requested.set()
+        self.out.warning("stopping after the epoch in flight (Ctrl-C again to stop at once)")
+
+
+def spark_submit_command(job: IngestJob, ctx: Context, argv: list[str]) -> list[str]:
+    """The spark-submit command that runs this same job: our jars, the package as --py-files,
+    the session's confs, and a launcher that runs ``logstore`` with the same arguments."""
+    from logstore_cli.jobs.submit import submit_command
+
+    args = [a for a in argv if a != "--print-spark-submit"]
+    return submit_command(ctx.config.spark.master, dict(ctx.config.spark.conf), args)
+
+
+@config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
+def ingest(
+    table: Annotated[str, typer.Argument(help="Table name: db.table (or table, in 'default').")],
+    source: Annotated[
+        str,
+        typer.Option(
+            "--source",
+            help="A directory of files, kafka:TOPIC (JSON values), or 'generate'.",
+            rich_help_panel=SOURCE_PANEL,
+        ),
+    ],
+    format_: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="File format of a directory source: json, csv or parquet "
+            "(default: from the files' extensions).",
+            rich_help_panel=SOURCE_PANEL,
+        ),
+    ] = None,
+    source_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source-option",
+            help="A Spark reader option K=V for the source (repeatable), "
+            "e.g. maxFilesPerTrigger=1.",
+            metavar="K=V",
+            rich_help_panel=SOURCE_PANEL,
+        ),
+    ] = None,
+    source_bootstrap: Annotated[
+        str | None,
+        typer.Option(
+            "--source-bootstrap",
+            help="Brokers of a kafka: source (default: the table's).",
+            metavar="<host:port,…>",
+            rich_help_panel=SOURCE_PANEL,
+        ),
+    ] = None,
+    op_column: Annotated[
+        str | None,
+        typer.Option(
+            "--op-column",
+            help="Input column holding each change's kind: +I -U +U -D, or Debezium's c r u d "
+            "(default: 'op' when the input has it; without one every row is an upsert).",
+            rich_help_panel=SOURCE_PANEL,
+        ),
+    ] = None,
+    sequence_column: Annotated[
+        str | None,
+        typer.Option(
+            "--sequence-column",
+            help="Column ordering a key's changes within an epoch (default: the table's "
+            "'sequence.field'; then arrival order).",
+            rich_help_panel=SOURCE_PANEL,
+        ),
+    ] = None,
+    rate: Annotated[
+        int, typer.Option("--rate", help="Changes per second.", rich_help_panel=GENERATE_PANEL)
+    ] = 1000,
+    keys: Annotated[
+        int, typer.Option("--keys", help="Distinct keys.", rich_help_panel=GENERATE_PANEL)
+    ] = 100,
+    total: Annotated[
+        int | None,
+        typer.Option(
+            "--total", help="Stop after this many changes.", rich_help_panel=GENERATE_PANEL
+        ),
+    ] = None,
+    update_ratio: Annotated[
+        float,
+        typer.Option(
+            "--update-ratio", help="Share of updates (0-1).", rich_help_panel=GENERATE_PANEL
+        ),
+    ] = 0.5,
+    delete_ratio: Annotated[
+        float,
+        typer.Option(
+            "--delete-ratio", help="Share of deletes (0-1).", rich_help_panel=GENERATE_PANEL
+        ),
+    ] = 0.1,
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed", help="Seed of the generated changes.", rich_help_panel=GENERATE_PANEL
+        ),
+    ] = 0,
+    emit: Annotated[
+        str | None,
+        typer.Option(
+            "--emit",
+            help="Stores to write: auto, file, log or file,log "
+            "(default: the table's mixed-format.emit.mode; auto = file, plus the log when on).",
+            rich_help_panel=JOB_PANEL,
+        ),
+    ] = None,
+    trigger: Annotated[
+        float,
+        typer.Option(
+            "--trigger", help="Seconds between micro-batches (epochs).", rich_help_panel=JOB_PANEL
+        ),
+    ] = 2.0,
+    once: Annotated[
+        bool,
+        typer.Option(
+            "--once",
+            help="Process what the source holds now, then exit 0.",
+            rich_help_panel=JOB_PANEL,
+        ),
+    ] = False,
+    job: Annotated[
+        str,
+        typer.Option(
+            "--job",
+            help="Job name: its checkpoint and quarantine live under <table>/_logstore.",
+            rich_help_panel=JOB_PANEL,
+        ),
+    ] = plan.DEFAULT_JOB,
+    checkpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--checkpoint",
+            help="Checkpoint directory (default: <table>/_logstore/checkpoints/<job>).",
+            rich_help_panel=JOB_PANEL,
+        ),
+    ] = None,
+    lease_ttl: Annotated[
+        float,
+        typer.Option(
+            "--lease-ttl",
+            help="Seconds the table's writer lease lasts without renewal (a killed job on "
+            "another host blocks the table this long).",
+            rich_help_panel=JOB_PANEL,
+        ),
+    ] = 60.0,
+    max_epochs: Annotated[
+        int | None,
+        typer.Option("--max-epochs", help="Stop after this many epochs.", hidden=True),
+    ] = None,
+    print_spark_submit: Annotated[
+        bool,
+        typer.Option(
+            "--print-spark-submit",
+            help="Print the spark-submit command that runs this job, and exit.",
+            rich_help_panel=JOB_PANEL,
+        ),
+    ] = False,
+    json_: JsonOpt = False,
+    *,
+    overrides: Overrides,
+) -> None:
+    """Double-write changes into a table: exactly once into Delta, epoch-tagged into Kafka."""
+    ctx = make_context(overrides)
+    out = Output(json_mode=json_)
+    gen = _generate(rate, keys, total, update_ratio, delete_ratio, seed)
+    options = parse_pairs(source_option, "--source-option")
+    ingest_job = build_job(
+        ctx, table, source=source, format=format_, source_options=options,
+        source_bootstrap=source_bootstrap, generate=gen, op_column=op_column,
+        sequence_column=sequence_column, emit=emit, trigger_s=trigger, once=once, job=job,
+        checkpoint=checkpoint, lease_ttl_s=lease_ttl, max_epochs=max_epochs,
+    )  # fmt: skip
+    if print_spark_submit:
+        command = spark_submit_command(ingest_job, ctx, sys.argv[1:])
+        if json_:
+            out.emit({"command": command})
+        else:
+            sys.stdout.write(shlex.join(command) + "\n")
+        return
+    summary = _run(ctx, out, table, ingest_job)
+    out.event(summary.to_json())
+    if not json_ and summary.last is not None:
+        out.err.print(
+            key_value_table(
+                None,
+                [
+                    ("epochs", summary.epochs),
+                    ("rows", f"{summary.rows:,}"),
+                    ("quarantined", summary.quarantined),
+                    ("delta version", summary.last.delta_version),
+                    ("writer", summary.writer),
+                ],
+            )
+        )
+    if summary.stopped_by_user:
+        where = f"epoch {summary.last.epoch}" if summary.last else "the start"
+        interrupt = KeyboardInterrupt()
+        interrupt.add_note(
+            f"stopped after {where}; nothing is half-committed: run the same command to go on"
+        )
+        raise interrupt
+
+
+def _run(ctx: Context, out: Output, table: str, job: IngestJob) -> RunSummary:
+    from logstore_cli.jobs import ingest as ingest_job
+    from logstore_cli.jobs.spark import SparkSettings, build_session
+
+    lease = ingest_job.acquire_lease(job)
+    try:
+        with out.status("starting Spark …"):
+            spark = build_session(
+                SparkSettings(
+                    master=ctx.config.spark.master,
+                    conf=ctx.config.spark.conf,
+                    app_name=f"logstore ingest {table}",
+                )
+            )
+    except BaseException:
+        lease.release()
+        raise
+    with Progress(out, table, job) as progress, _StopOnSigint(out) as stopper:
+        run = ingest_job.start(
+            spark, job, lease, on_epoch=progress.epoch, on_start=progress.started_as
+        )
+        return ingest_job.wait(run, stop=stopper.requested.is_set)

@@ -1,0 +1,670 @@
+"""The ingest job: a Spark Structured Streaming query whose ``foreachBatch`` double-writes each
+micro-batch (an *epoch*) to the Kafka log and the Delta table, exactly once (docs/consistency.md).
+
+Per epoch ``(W, N)`` with attempt ``A``:
+
+1. quarantine the malformed records (one file per epoch, rewritten by a retry);
+2. if Delta records ``(W, N)`` as committed (txnAppId/txnVersion), only re-publish the markers of
+   the attempt that committed;
+3. produce the changes from the executors (confluent-kafka, keyed, in key order) and flush;
+4. commit to Delta (MERGE on the key, append without one) with ``txnAppId = W``,
+   ``txnVersion = N`` and the commit metadata: the commit point;
+5. produce a commit marker to every partition from the driver.
+
+The job is the table's one writer (a lease under the table) and names its writer id in the
+checkpoint. A test-only fault hook (``LOGSTORE_FAULT_KILL_AT``) kills the process at a crash point.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from logstore_cli.catalog import epochs
+from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError
+from logstore_cli.ingest import plan
+from logstore_cli.logformat.wire import (
+    CommitMarker,
+    EpochEncoder,
+    EpochId,
+    RowKind,
+    RowSchema,
+    commit_metadata,
+    encode_marker,
+)
+from logstore_cli.model import TableSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    from logstore_cli.catalog.lease import Lease
+    from logstore_cli.jobs.sources import SourceRequest
+    from logstore_cli.kafka.admin import KafkaAdmin
+    from logstore_cli.kafka.producer import LogProducer
+
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+WRITER_FILE = "logstore-writer.json"
+KILL_AT_ENV = "LOGSTORE_FAULT_KILL_AT"  # test-only: "<point>[:<epoch>]"
+CRASH_POINTS = ("before-log", "after-log", "after-commit", "after-markers")
+DEFAULT_TRIGGER_S = 2.0
+DEFAULT_LEASE_TTL_S = 60.0
+
+
+class EpochStopped(Exception):
+    """Raised into Spark when a stop was asked before an epoch began: the batch is then not
+    recorded as done, and runs again when the job restarts."""
+
+
+# -- the job's description ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KafkaTarget:
+    bootstrap: str
+    client: Mapping[str, str]
+    topic: str
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class IngestJob:
+    table: TableSpec
+    table_path: Path
+    paths: plan.JobPaths
+    stores: plan.Stores
+    source: SourceRequest
+    kafka: KafkaTarget | None  # None when the job writes no log
+    trigger_s: float = DEFAULT_TRIGGER_S
+    once: bool = False
+    lease_ttl_s: float = DEFAULT_LEASE_TTL_S
+    max_epochs: int | None = None  # stop after this many epochs ran (tests, benchmarks)
+
+    @property
+    def checkpoint(self) -> Path:
+        return Path(self.paths.checkpoint)
+
+
+@dataclass(frozen=True)
+class EpochReport:
+    """What one epoch did; the CLI renders it (and prints it as a JSON line with --json)."""
+
+    writer: str
+    epoch: int
+    attempt: str
+    rows: int  # good records read
+    log_records: int  # change records produced
+    quarantined: int
+    delta_version: int | None
+    offsets: dict[int, int]  # the topic's end offsets after the epoch's records
+    republished: bool  # already committed by an earlier attempt: only its markers were sent
+    seconds: float
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": "epoch",
+            "writer": self.writer,
+            "epoch": self.epoch,
+            "attempt": self.attempt,
+            "rows": self.rows,
+            "log_records": self.log_records,
+            "quarantined": self.quarantined,
+            "delta_version": self.delta_version,
+            "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
+            "republished": self.republished,
+            "seconds": round(self.seconds, 3),
+            "rows_per_s": round(self.rows_per_s, 1),
+        }
+
+
+@dataclass
+class RunSummary:
+    writer: str
+    epochs: int = 0
+    rows: int = 0
+    quarantined: int = 0
+    last: EpochReport | None = None
+    stopped_by_user: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": "done",
+            "writer": self.writer,
+            "epochs": self.epochs,
+            "rows": self.rows,
+            "quarantined": self.quarantined,
+            "delta_version": self.last.delta_version if self.last else None,
+            "stopped_by_user": self.stopped_by_user,
+        }
+
+
+# -- writer id ------------------------------------------------------------------------------------
+
+
+def writer_id(checkpoint: Path) -> str:
+    """The job's writer id, kept in its checkpoint: the same across restarts, new with a new or
+    deleted checkpoint (batch ids restart at 0 then, and an old id would make Delta skip them)."""
+    path = checkpoint / WRITER_FILE
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        writer = data["writer"]
+        if not isinstance(writer, str) or not writer:
+            raise ValueError("no writer")
+        return writer
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise LogstoreError(
+            f"the checkpoint's writer id file {path} is unreadable: {exc}",
+            hint="delete the whole checkpoint directory to start the job over "
+            "(it re-reads its source from the beginning)",
+        ) from exc
+    offsets = checkpoint / "offsets"
+    if offsets.is_dir() and any(offsets.iterdir()):
+        raise InvalidInputError(
+            f"the checkpoint {checkpoint} has Spark progress but no writer id ({WRITER_FILE})",
+            hint="it was not made by logstore ingest, or was partly deleted: delete the whole "
+            "directory to start over, or pass another --checkpoint",
+        )
+    writer = "w-" + secrets.token_hex(8)
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    tmp = checkpoint / f".{WRITER_FILE}.{os.getpid()}"
+    with tmp.open("w", encoding="utf-8") as fh:
+        json.dump({"writer": writer, "created_ms": int(time.time() * 1000)}, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return writer
+
+
+def new_attempt() -> str:
+    return "a-" + secrets.token_hex(6)
+
+
+# -- test-only fault hook -------------------------------------------------------------------------
+
+
+def _kill_point() -> tuple[str, int | None] | None:
+    spec = os.environ.get(KILL_AT_ENV)
+    if not spec:
+        return None
+    point, _, epoch = spec.partition(":")
+    if point not in CRASH_POINTS:
+        raise InvalidInputError(f"{KILL_AT_ENV}={spec!r}: unknown point (valid: {CRASH_POINTS})")
+    return point, int(epoch) if epoch else None
+
+
+def crash_point(point: str, epoch: int) -> None:
+    """Die here, as a machine failure would, when the test-only hook asks for this point."""
+    wanted = _kill_point()
+    if wanted is None or wanted[0] != point or wanted[1] not in (None, epoch):
+        return
+    # The whole process group (Spark's JVM too) when we lead it, else just this process.
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+# -- producing on the executors -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionProducer:
+    """Produces one Spark partition's changes (picklable: runs in the executors' Python workers).
+
+    Rows come in as ``(*table columns, kind)``; a task yields ``("ok", partition, end, 0)`` per
+    Kafka partition it wrote to and ``("sent", -1, 0, count)``, or one ``("error", class,
+    message, hint)`` instead of failing, so the driver raises the broker's own error rather than a
+    Spark stack trace.
+    """
+
+    bootstrap: str
+    client: dict[str, str]
+    topic: str
+    schema: RowSchema
+    epoch: EpochId
+    upsert_kind: str
+    kinds: frozenset[str]
+    timeout_s: float
+
+    def __call__(self, rows: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+        from logstore_cli.kafka.producer import LogProducer
+
+        n = len(self.schema.names)
+        encoder = EpochEncoder(self.schema, self.epoch)
+        headers = {kind: encoder.headers(RowKind(kind)) for kind in self.kinds}
+        sent = 0
+        try:
+            with LogProducer(
+                self.bootstrap, self.client, self.topic, timeout_s=self.timeout_s
+            ) as out:
+                for row in rows:
+                    values = tuple(row)
+                    kind = values[n] or self.upsert_kind
+                    if kind not in headers:
+                        continue  # a kind the table's changelog mode leaves out (upsert: -U)
+                    cols = values[:n]
+                    out.send(encoder.key(cols), encoder.value(cols), headers[kind])
+                    sent += 1
+                delivered = out.flush()
+        except LogstoreError as exc:
+            yield ("error", type(exc).__name__, exc.message, exc.hint or "")
+            return
+        for partition, end in delivered.items():
+            yield ("ok", partition, end, 0)
+        yield ("sent", -1, 0, sent)
+
+
+def _raise_task_error(rows: Sequence[tuple[Any, ...]]) -> None:
+    for row in rows:
+        if row[0] == "error":
+            _, _kind, message, hint = row
+            raise BrokerError(f"producing the epoch's records failed: {message}", hint=hint or None)
+
+
+# -- one epoch ------------------------------------------------------------------------------------
+
+
+def _name(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
+
+
+class EpochWriter:
+    """The driver side of the protocol: runs inside ``foreachBatch``, one call per epoch."""
+
+    def __init__(
+        self,
+        job: IngestJob,
+        writer: str,
+        lease: Lease,
+        markers: LogProducer | None,
+        admin: KafkaAdmin | None,
+        on_epoch: Callable[[EpochReport], None],
+    ) -> None:
+        self.job = job
+        self.writer = writer
+        self.lease = lease
+        self.markers = markers
+        self.on_epoch = on_epoch
+        self.schema = RowSchema.of(job.table)
+        self.columns = [c.name for c in job.table.columns]
+        self.keys = list(job.table.primary_key)
+        self.log_kinds = frozenset(k.value for k in plan.log_kinds(job.table))
+        self.stop_requested = threading.Event()
+        self.in_flight = threading.Lock()
+        self.failure: BaseException | None = None
+        self.summary = RunSummary(writer)
+        self.admin = admin
+
+    # foreachBatch entry point: errors are kept for the CLI (Spark would wrap them in a trace).
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self.stop_requested.is_set():
+            raise EpochStopped("stop requested before epoch started")
+        with self.in_flight:
+            try:
+                report = self.run(batch, int(batch_id))
+            except BaseException as exc:
+                self.failure = exc
+                raise
+        self.summary.epochs += 1
+        self.summary.rows += report.rows
+        self.summary.quarantined += report.quarantined
+        self.summary.last = report
+        self.on_epoch(report)
+
+    def run(self, batch: DataFrame, epoch: int) -> EpochReport:
+        started = time.monotonic()
+        attempt = new_attempt()
+        eid = EpochId(self.writer, epoch, attempt)
+        self.lease.check()
+        batch = batch.persist()
+        try:
+            quarantined = self._quarantine(batch, epoch)
+            good = batch.filter(F.col(plan.ERROR).isNull())
+            if self.job.stores.file:
+                done = self._committed(epoch)
+                if done is not None:
+                    self._publish_markers(done.epoch, done.version)
+                    return EpochReport(
+                        self.writer, epoch, done.epoch.attempt, 0, 0, quarantined,
+                        done.version, done.offsets, True, time.monotonic() - started,
+                    )  # fmt: skip
+            crash_point("before-log", epoch)
+            rows, produced, offsets = self._produce(good, eid)
+            crash_point("after-log", epoch)
+            version = None
+            if self.job.stores.file:
+                self.lease.check()  # never commit after another job took the table over
+                version = self._commit(good, eid, offsets)
+                if rows is None:
+                    rows = good.count()
+            crash_point("after-commit", epoch)
+            self._publish_markers(eid, version)
+            crash_point("after-markers", epoch)
+            return EpochReport(
+                self.writer, epoch, attempt, rows or 0, produced, quarantined, version, offsets,
+                False, time.monotonic() - started,
+            )  # fmt: skip
+        finally:
+            batch.unpersist()
+
+    # step 1: quarantine -------------------------------------------------------------------------
+
+    def _quarantine(self, batch: DataFrame, epoch: int) -> int:
+        bad = batch.filter(F.col(plan.ERROR).isNotNull()).select(plan.ERROR, plan.RAW, plan.ORIGIN)
+        found = bad.collect()
+        target = Path(self.job.paths.quarantine) / f"epoch-{epoch:020d}.jsonl"
+        if not found:
+            return 0
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}")
+        with tmp.open("w", encoding="utf-8") as fh:
+            for reason, raw, origin in found:
+                record = {
+                    "reason": reason,
+                    "raw": raw,
+                    "source": origin,
+                    "writer": self.writer,
+                    "epoch": epoch,
+                }
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)  # a retried epoch rewrites the same file: counted once
+        return len(found)
+
+    # step 2: already committed? ------------------------------------------------------------------
+
+    def _committed(self, epoch: int) -> epochs.EpochCommit | None:
+        done = epochs.committed_version(self.job.table_path, self.writer)
+        if done is None or done < epoch:
+            return None
+        found = epochs.find_epoch_commit(self.job.table_path, self.writer, epoch)
+        if found is None:
+            raise LogstoreError(
+                f"Delta records epoch {epoch} of writer {self.writer} as committed, but its "
+                "commit is no longer in the Delta log",
+                hint="the commit files were cleaned up (log retention); delete the job's "
+                "checkpoint to start the job over with a new writer id",
+            )
+        return found
+
+    # step 3: the log ---------------------------------------------------------------------------
+
+    def _produce(self, good: DataFrame, eid: EpochId) -> tuple[int | None, int, dict[int, int]]:
+        """(rows read, records produced, end offsets); no log: (None, 0, {})."""
+        if not self.job.stores.log or self.job.kafka is None:
+            return None, 0, {}
+        cols = [F.col(_name(c)) for c in self.columns]
+        data = good.select(*cols, F.col(plan.KIND), F.col(plan.SEQ), F.col(plan.ARRIVAL))
+        if self.keys:
+            # One key's changes in one task, in sequence then arrival order: the order the log
+            # keeps per partition.
+            data = data.repartition(*[F.col(_name(k)) for k in self.keys])
+            data = data.sortWithinPartitions(
+                F.col(plan.SEQ).asc_nulls_first(), F.col(plan.ARRIVAL).asc()
+            )
+        data = data.select(*cols, F.col(plan.KIND))
+        producer = PartitionProducer(
+            self.job.kafka.bootstrap, dict(self.job.kafka.client), self.job.kafka.topic,
+            self.schema, eid,
+            plan.upsert_kind(self.job.table).value, self.log_kinds, self.job.kafka.timeout_s,
+        )  # fmt: skip
+        results = data.rdd.mapPartitions(producer).collect()
+        _raise_task_error(results)
+        produced = sum(r[3] for r in results if r[0] == "sent")
+        offsets = self._end_offsets()
+        for _, partition, end, _ in (r for r in results if r[0] == "ok"):
+            if offsets.get(partition, 0) < end:
+                raise BrokerError(
+                    f"partition {partition} of topic {self.job.kafka.topic} ends at "
+                    f"{offsets.get(partition)} although a record was delivered at {end - 1}",
+                    hint="another producer may be truncating the topic; check the brokers",
+                )
+        return good.count(), produced, offsets
+
+    def _end_offsets(self) -> dict[int, int]:
+        """The topic's end offsets after the flush: exact, as the lease keeps other writers out."""
+        assert self.admin is not None and self.job.kafka is not None
+        return self.admin.end_offsets(self.job.kafka.topic)
+
+    # step 4: Delta -----------------------------------------------------------------------------
+
+    def _commit(self, good: DataFrame, eid: EpochId, offsets: dict[int, int]) -> int:
+        """Commit the epoch to Delta, idempotently; returns the version it committed as."""
+        from delta.tables import DeltaTable
+
+        path = str(self.job.table_path)
+        meta = commit_metadata(eid, offsets)
+        session: SparkSession = good.sparkSession  # the foreachBatch clone: see design.md §8
+        if not self.keys:
+            rows = good.filter(F.coalesce(F.col(plan.KIND), F.lit("+I")).isin("+I", "+U")).select(
+                *[F.col(_name(c)) for c in self.columns]
+            )
+            (
+                rows.write.format("delta")
+                .mode("append")
+                .option("txnAppId", eid.writer)
+                .option("txnVersion", str(eid.epoch))
+                .option("userMetadata", meta)
+                .save(path)
+            )
+        else:
+            order = [F.col(plan.SEQ).desc_nulls_last(), F.col(plan.ARRIVAL).desc()]
+            last = Window.partitionBy(*[F.col(_name(k)) for k in self.keys]).orderBy(*order)
+            latest = (
+                good.withColumn("_ls_rank", F.row_number().over(last))
+                .filter(F.col("_ls_rank") == 1)
+                .drop("_ls_rank")
+            )
+            removing = F.col(f"s.{plan.KIND}").isin(*[k.value for k in plan.REMOVING_KINDS])
+            keeping = F.col(f"s.{plan.KIND}").isNull() | ~removing
+            on = None
+            for k in self.keys:
+                cond = F.col(f"t.{_name(k)}") == F.col(f"s.{_name(k)}")
+                on = cond if on is None else on & cond
+            assert on is not None
+            values: dict[str, str | Column] = {
+                _name(c): F.col(f"s.{_name(c)}") for c in self.columns
+            }
+            conf = session.conf
+            conf.set(TXN_APP_ID, eid.writer)
+            conf.set(TXN_VERSION, str(eid.epoch))
+            conf.set(USER_METADATA, meta)
+            try:
+                target = DeltaTable.forPath(session, path)
+                result = (
+                    target.alias("t")
+                    .merge(latest.alias("s"), on)
+                    .whenMatchedDelete(condition=removing)
+                    .whenMatchedUpdate(condition=keeping, set=values)
+                    .whenNotMatchedInsert(condition=keeping, values=values)
+                    .execute()
+                )
+                if not result.collect():
+                    raise LogstoreError(
+                        f"Delta skipped epoch {eid.epoch} of writer {eid.writer} as already "
+                        "written, though it records no such commit",
+                        hint="another job may be writing with this checkpoint's writer id",
+                    )
+            finally:
+                for key in (TXN_APP_ID, TXN_VERSION, USER_METADATA):
+                    conf.unset(key)
+        return self._committed_as(eid)
+
+    def _committed_as(self, eid: EpochId) -> int:
+        for version in epochs.commit_versions(self.job.table_path)[:20]:
+            found = epochs.epoch_of(self.job.table_path, version)
+            if found is not None and found.epoch == eid:
+                return version
+        raise LogstoreError(
+            f"epoch {eid.epoch} of writer {eid.writer} is not among the table's newest commits "
+            "after it committed",
+            hint="another process is committing to the table; stop it and restart the job",
+        )
+
+    # step 5: markers ----------------------------------------------------------------------------
+
+    def _publish_markers(self, eid: EpochId, version: int | None) -> None:
+        if self.markers is None or not self.job.stores.log:
+            return
+        _, value, headers = encode_marker(CommitMarker(eid, version))
+        for partition in range(self.markers.partition_count()):
+            self.markers.send(None, value, headers, partition=partition)
+        self.markers.flush()
+
+
+# -- the query ------------------------------------------------------------------------------------
+
+
+@dataclass
+class IngestRun:
+    """A started ingest: the query and what the driver loop needs to watch it."""
+
+    query: StreamingQuery
+    writer: EpochWriter
+    lease: Lease
+    markers: LogProducer | None
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+
+def acquire_lease(job: IngestJob) -> Lease:
+    """The table's writer lease for this job (before Spark starts: a refusal comes at once)."""
+    from logstore_cli.catalog.lease import Lease
+
+    return Lease.acquire(job.table_path, job.paths.job, job.lease_ttl_s)
+
+
+def republish_latest_markers(table_path: Path, markers: LogProducer | None) -> None:
+    """The start-up rule (docs/consistency.md): before producing, re-publish the markers of the
+    table's latest epoch commit, whichever writer made it, so that no marker comes late."""
+    if markers is None:
+        return
+    latest = epochs.latest_epoch_commit(table_path)
+    if latest is None:
+        return
+    _, value, headers = encode_marker(CommitMarker(latest.epoch, latest.version))
+    for partition in range(markers.partition_count()):
+        markers.send(None, value, headers, partition=partition)
+    markers.flush()
+
+
+def start(
+    spark: SparkSession,
+    job: IngestJob,
+    lease: Lease,
+    *,
+    on_epoch: Callable[[EpochReport], None],
+    on_start: Callable[[str], None] = lambda writer: None,
+) -> IngestRun:
+    """Prepare the checkpoint and the log, and start the query, holding ``lease`` (from
+    ``acquire_lease``; released when the run ends, or here if the start fails)."""
+    from logstore_cli.jobs.sources import open_source
+
+    closers: list[Callable[[], None]] = [lease.release]
+    markers: LogProducer | None = None
+    admin: KafkaAdmin | None = None
+    try:
+        lease.keep_alive(max(1.0, job.lease_ttl_s / 3))
+        writer = writer_id(job.checkpoint)
+        if job.stores.log and job.kafka is not None:
+            from logstore_cli.kafka.admin import KafkaAdmin
+            from logstore_cli.kafka.producer import LogProducer
+
+            admin = KafkaAdmin(job.kafka.bootstrap, job.kafka.client, timeout_s=job.kafka.timeout_s)
+            closers.insert(0, admin.close)
+            markers = LogProducer(
+                job.kafka.bootstrap, job.kafka.client, job.kafka.topic,
+                timeout_s=job.kafka.timeout_s,
+            )  # fmt: skip
+            closers.insert(0, markers.close)
+            markers.partition_count()  # the topic exists and the brokers answer, before Spark
+            if job.stores.file:
+                republish_latest_markers(job.table_path, markers)
+        stream = open_source(spark, job.source)
+        epoch_writer = EpochWriter(job, writer, lease, markers, admin, on_epoch)
+        writer_stream = (
+            stream.writeStream.queryName(f"logstore-ingest-{job.paths.job}")
+            .option("checkpointLocation", str(job.checkpoint))
+            .foreachBatch(epoch_writer)
+        )
+        if job.once:
+            writer_stream = writer_stream.trigger(availableNow=True)
+        else:
+            writer_stream = writer_stream.trigger(processingTime=f"{job.trigger_s} seconds")
+        on_start(writer)
+        query = writer_stream.start()
+    except BaseException:
+        for close in closers:
+            close()
+        raise
+    return IngestRun(query, epoch_writer, lease, markers, closers)
+
+
+def wait(run: IngestRun, *, stop: Callable[[], bool], poll_s: int = 1) -> RunSummary:
+    """Drive a started ingest until it ends: by itself (--once, or a source that is done), on
+    ``stop()`` (Ctrl-C: after the epoch in flight), or on an error (re-raised as the domain error
+    the epoch raised, not Spark's wrapper)."""
+    writer = run.writer
+    try:
+        while True:
+            if run.query.awaitTermination(poll_s):
+                break
+            if stop():
+                writer.stop_requested.set()
+                with writer.in_flight:  # the epoch in flight finishes first
+                    run.query.stop()
+                writer.summary.stopped_by_user = True
+                break
+            if (
+                run.writer.job.max_epochs is not None
+                and writer.summary.epochs >= run.writer.job.max_epochs
+            ):
+                writer.stop_requested.set()
+                with writer.in_flight:
+                    run.query.stop()
+                break
+        _raise_failure(run)
+    finally:
+        for close in run.closers:
+            close()
+    return writer.summary
+
+
+def _raise_failure(run: IngestRun) -> None:
+    failure = run.writer.failure
+    if isinstance(failure, LogstoreError):
+        raise failure
+    exc = run.query.exception()
+    if exc is None and failure is None:
+        return
+    if failure is not None and not isinstance(failure, EpochStopped):
+        raise LogstoreError(
+            f"the ingest epoch failed: {type(failure).__name__}: {failure}",
+            hint="the job can be restarted: the epoch runs again and nothing is written twice",
+        ) from failure
+    if exc is not None:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        if "EpochStopped" in str(exc):
+            return
+        raise LogstoreError(
+            f"the ingest query failed: {message}",
+            hint="the job can be restarted: the epoch runs again and nothing is written twice",
+        )

@@ -1,0 +1,145 @@
+"""``logstore ingest`` as a script runs it: exit codes, --json events, the lease, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from logstore_cli.kafka.local_broker import free_port
+from tests.deltalog import write_table
+from tests.integration.jobs.ingest_support import changes, orders_ddl, write_files
+
+pytestmark = pytest.mark.integration
+
+
+def _env(tmp: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "LOGSTORE_WAREHOUSE": str(tmp / "wh"), "LOGSTORE_KAFKA_TIMEOUT": "5",
+            **extra}  # fmt: skip
+
+
+def _run(tmp: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "logstore_cli", *args], cwd=tmp, env=_env(tmp),
+        capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _create(tmp: Path, ddl: str) -> None:
+    result = _run(tmp, "create-table", "--sql", ddl)
+    assert result.returncode == 0, result.stderr
+
+
+def test_json_events_per_epoch_and_exit_0_with_once(tmp_path: Path, kafka_bootstrap: str,
+                                                     topic_name: str) -> None:  # fmt: skip
+    _create(tmp_path, orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=2))
+    log = changes(300, keys=40, seed=5)
+    write_files(tmp_path / "in", [log[:150], log[150:]])
+    result = _run(tmp_path, "ingest", "shop.orders", "--source", "in", "--once", "--json",
+                  "--source-option", "maxFilesPerTrigger=1")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    epochs = [e for e in events if e["event"] == "epoch"]
+    assert [e["epoch"] for e in epochs] == [0, 1]
+    assert sum(e["rows"] for e in epochs) == len(log)
+    for e in epochs:
+        assert {"epoch", "rows", "quarantined", "delta_version", "offsets"} <= set(e)
+        assert set(e["offsets"]) == {"0", "1"} and e["quarantined"] == 0
+    assert epochs[1]["delta_version"] == epochs[0]["delta_version"] + 1
+    assert events[-1]["event"] == "done" and events[-1]["rows"] == len(log)
+    assert "Traceback" not in result.stderr
+
+
+def test_a_missing_topic_and_an_unreachable_broker_fail_fast_with_exit_1(tmp_path: Path) -> None:
+    port = free_port()
+    write_table(tmp_path / "wh", orders_ddl("shop.orders", "t-gone", f"127.0.0.1:{port}"))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.json").write_text('{"id": 1, "name": "a", "qty": 1, "price": "1.00"}\n')
+    started = time.monotonic()
+    result = _run(tmp_path, "ingest", "shop.orders", "--source", "in", "--once")
+    assert result.returncode == 1, result.stderr
+    assert f"127.0.0.1:{port}" in result.stderr and "Traceback" not in result.stderr
+    assert time.monotonic() - started < 60
+
+
+def test_a_missing_topic_is_named(tmp_path: Path, kafka_bootstrap: str, topic_name: str) -> None:
+    write_table(tmp_path / "wh", orders_ddl("shop.orders", topic_name, kafka_bootstrap))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.json").write_text('{"id": 1, "name": "a", "qty": 1, "price": "1.00"}\n')
+    result = _run(tmp_path, "ingest", "shop.orders", "--source", "in", "--once")
+    assert result.returncode == 1, result.stderr
+    assert topic_name in result.stderr and "Traceback" not in result.stderr
+
+
+def test_invalid_input_exits_2_naming_what(tmp_path: Path, kafka_bootstrap: str,
+                                           topic_name: str) -> None:  # fmt: skip
+    write_table(tmp_path / "wh", orders_ddl("shop.orders", topic_name, kafka_bootstrap))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("id,name,qty,price,kind\n1,a,1,1.00,+I\n")
+    cases = [
+        (["--op-column", "change"], "change"),  # not in the CSV header
+        (["--op-column", "qty"], "qty"),  # a table column
+        (["--emit", "everything"], "emit"),
+        (["--format", "xml"], "xml"),
+    ]
+    for args, named in cases:
+        result = _run(tmp_path, "ingest", "shop.orders", "--source", "in", "--once", *args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert named in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_second_writer_is_refused_and_ctrl_c_stops_after_the_epoch(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> None:
+    _create(tmp_path, orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=1))
+    first = subprocess.Popen(
+        [sys.executable, "-m", "logstore_cli", "ingest", "shop.orders", "--source", "generate",
+         "--rate", "200", "--keys", "20", "--trigger", "1", "--job", "demo", "--json"],
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert first.stdout is not None
+        events = []
+        deadline = time.monotonic() + 180
+        while not any(e.get("event") == "epoch" for e in events):  # its first epoch committed
+            assert time.monotonic() < deadline and first.poll() is None, first.stderr
+            events.append(json.loads(first.stdout.readline() or "{}"))
+        second = _run(tmp_path, "ingest", "shop.orders", "--source", "generate", "--total", "10",
+                      "--once", timeout=120)  # fmt: skip
+        assert second.returncode == 1, second.stderr
+        assert "demo" in second.stderr and str(first.pid) in second.stderr
+        first.send_signal(signal.SIGINT)
+        out, err = first.communicate(timeout=120)
+        assert first.returncode == 130, err
+        assert "stopped after epoch" in err and "Traceback" not in err
+        lines = [json.loads(line) for line in out.splitlines()]
+        assert lines[-1]["event"] == "done" and lines[-1]["stopped_by_user"] is True
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.communicate()
+
+
+def test_print_spark_submit_prints_a_runnable_command(tmp_path: Path, kafka_bootstrap: str,
+                                                       topic_name: str) -> None:  # fmt: skip
+    write_table(tmp_path / "wh", orders_ddl("shop.orders", topic_name, kafka_bootstrap))
+    result = _run(tmp_path, "ingest", "shop.orders", "--source", "generate", "--total", "10",
+                  "--once", "--print-spark-submit")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    argv = shlex.split(result.stdout)
+    assert Path(argv[0]).name == "spark-submit" and Path(argv[0]).is_file()
+    jars = argv[argv.index("--jars") + 1].split(",")
+    assert any("delta-spark" in j for j in jars) and all(Path(j).is_file() for j in jars)
+    assert Path(argv[argv.index("--py-files") + 1]).is_file()
+    tail = argv[argv.index("--py-files") + 2 :]
+    launcher = next(a for a in tail if a.endswith(".py"))
+    assert tail[tail.index(launcher) + 1 :] == ["ingest", "shop.orders", "--source", "generate",
+                                               "--total", "10", "--once"]  # fmt: skip

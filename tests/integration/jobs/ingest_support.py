@@ -1,0 +1,203 @@
+"""What the ingest tests share: a LogStore table, changelog files, and the checks of the protocol
+(Delta state by key, the five headers, markers naming the committed attempt, committed log = Delta).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+from deltalake import DeltaTable
+
+from logstore_cli.catalog import epochs
+from logstore_cli.logformat.consistency import decide_partitions
+from logstore_cli.logformat.wire import (
+    HEADERS,
+    ChangeRecord,
+    CommitMarker,
+    RowKind,
+    RowSchema,
+    decode,
+)
+from logstore_cli.model import TableSpec
+
+COLUMNS = "id BIGINT, name STRING, qty INT, price DECIMAL(10,2)"
+
+
+def orders_ddl(table: str, topic: str, bootstrap: str, *, partitions: int = 3, key: bool = True,
+               extra: Mapping[str, str] | None = None) -> str:  # fmt: skip
+    props = {
+        "log-store.enabled": "true",
+        "log-store.topic": topic,
+        "log-store.address": bootstrap,
+        "log.system.partitions": str(partitions),
+        **(extra or {}),
+    }
+    pk = ", PRIMARY KEY (id) NOT ENFORCED" if key else ""
+    body = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
+    return f"CREATE TABLE {table} ({COLUMNS}{pk}) WITH ({body});"
+
+
+@dataclass(frozen=True)
+class Change:
+    op: str
+    row: dict[str, Any]
+
+
+def changes(n: int, keys: int, seed: int) -> list[Change]:
+    """A changelog of ``n`` changes over ``keys`` keys: inserts, -U/+U updates and deletes, each
+    valid against the state so far (a delete or update only of a live key)."""
+    rnd = random.Random(seed)
+    live: dict[int, dict[str, Any]] = {}
+    out: list[Change] = []
+    while len(out) < n:
+        k = rnd.randrange(keys)
+        new = {"id": k, "name": f"n{k}-{len(out)}", "qty": rnd.randrange(-5, 1000),
+               "price": str(Decimal(rnd.randrange(0, 10**6)) / 100)}  # fmt: skip
+        if k not in live:
+            out.append(Change("+I", new))
+            live[k] = new
+        elif rnd.random() < 0.2:
+            out.append(Change("-D", live.pop(k)))
+        else:
+            out.append(Change("-U", live[k]))
+            out.append(Change("+U", new))
+            live[k] = new
+    return out
+
+
+def write_files(directory: Path, batches: Iterable[list[Change]], *, start: int = 0) -> list[Path]:
+    """One JSON-lines file per batch, with increasing modification times (Spark's file order)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    base = 1_700_000_000 + start * 10
+    for i, batch in enumerate(batches, start):
+        path = directory / f"part-{i:05d}.json"
+        tmp = directory / f".part-{i:05d}.json.tmp"
+        tmp.write_text("".join(json.dumps({**c.row, "op": c.op}) + "\n" for c in batch), "utf-8")
+        os.utime(tmp, (base + i * 10, base + i * 10))
+        tmp.rename(path)  # a file appears whole, as a real producer's should
+        paths.append(path)
+    return paths
+
+
+def fold(changes_: Iterable[Change]) -> dict[int, dict[str, Any]]:
+    state: dict[int, dict[str, Any]] = {}
+    for c in changes_:
+        if c.op in ("-D", "-U"):
+            state.pop(c.row["id"], None)
+        else:
+            state[c.row["id"]] = c.row
+    return state
+
+
+def normalized(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": int(row["id"]),
+        "name": row["name"],
+        "qty": None if row["qty"] is None else int(row["qty"]),
+        "price": None if row["price"] is None else str(Decimal(str(row["price"])).quantize(Decimal("0.01"))),
+    }  # fmt: skip
+
+
+def delta_state(path: Path) -> dict[int, dict[str, Any]]:
+    """The table read back by delta-rs (not Spark), by key."""
+    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    by_key = {int(r["id"]): normalized(r) for r in rows}
+    assert len(by_key) == len(rows), "a key appears twice in the Delta table"
+    return by_key
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
+
+
+def read_log(bootstrap: str, topic: str, timeout_s: float = 30.0) -> list[LogRecord]:
+    """Every record of the topic, from the start to its end offsets now."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "ingest-test",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})  # fmt: skip
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
+        parts = sorted(meta.partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
+                for p in parts}  # fmt: skip
+        consumer.assign([TopicPartition(topic, p, 0) for p in parts if ends[p] > 0])
+        out: list[LogRecord] = []
+        pos = {p: 0 for p in parts}
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while any(pos[p] < ends[p] for p in parts):
+            assert time.monotonic() < deadline, f"log not read to its end: {pos} of {ends}"
+            for msg in consumer.consume(1000, timeout=1.0):
+                assert msg.error() is None, msg.error()
+                p, o = msg.partition(), msg.offset()
+                if o >= ends[p]:
+                    continue
+                out.append(LogRecord(p, o, msg.key(), msg.value(), list(msg.headers() or [])))
+                pos[p] = o + 1
+        return sorted(out, key=lambda r: (r.partition, r.offset))
+    finally:
+        consumer.close()
+
+
+def check_protocol(table: TableSpec, path: Path, log: list[LogRecord]) -> dict[str, Any]:
+    """The invariants of a double-written table; returns counts for the caller's own checks.
+
+    - every change record carries the five headers, in order;
+    - each epoch Delta committed has, in every partition, markers that all name the attempt of
+      its Delta commit; no epoch has markers without a Delta commit;
+    - no (writer, epoch) is committed twice in Delta;
+    - the committed read of the log, folded by key, equals the Delta table.
+    """
+    schema = RowSchema.of(table)
+    commits = list(epochs.epoch_commits(path))
+    ids = [(c.epoch.writer, c.epoch.epoch) for c in commits]
+    assert len(ids) == len(set(ids)), "an epoch was committed to Delta twice"
+    committed = {(c.epoch.writer, c.epoch.epoch): c for c in commits}
+
+    partitions = sorted({r.partition for r in log})
+    markers: dict[tuple[str, int], dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
+    items: dict[int, list[tuple[int, Any]]] = defaultdict(list)
+    changes_ = 0
+    for r in log:
+        item = decode(r.key, r.value, r.headers, schema)
+        items[r.partition].append((r.offset, item))
+        if isinstance(item, CommitMarker):
+            markers[(item.epoch.writer, item.epoch.epoch)][r.partition].add(item.epoch.attempt)
+            continue
+        assert isinstance(item, ChangeRecord)
+        assert [name for name, _ in r.headers] == list(HEADERS), r.headers
+        changes_ += 1
+    assert set(markers) == set(committed), "markers and Delta commits name different epochs"
+    for eid, commit in committed.items():
+        assert set(markers[eid]) == set(partitions) or not partitions, (eid, markers[eid])
+        for partition, attempts in markers[eid].items():
+            assert attempts == {commit.epoch.attempt}, (eid, partition, attempts)
+            del partition
+        assert commit.version is not None
+
+    emitted = decide_partitions(items, "committed")
+    state: dict[int, dict[str, Any]] = {}
+    for p in sorted(emitted):
+        for e in emitted[p]:
+            k = int(e.row["id"])
+            if e.kind in (RowKind.DELETE, RowKind.UPDATE_BEFORE):
+                state.pop(k, None)
+            else:
+                state[k] = normalized(e.row)
+    assert state == delta_state(path), "the committed log does not fold to the Delta table"
+    return {"changes": changes_, "epochs": len(committed), "partitions": len(partitions)}

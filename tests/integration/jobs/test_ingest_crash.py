@@ -1,0 +1,179 @@
+"""Crash tests: ``logstore ingest`` killed with SIGKILL (it and its JVM, as a machine failure would)
+at each crash point of an epoch and at random times, then restarted until it finishes.
+
+After each: the Delta table equals the source folded by key; no (writer, epoch) is committed
+twice; every marker names the committed attempt; the committed log read folds to the Delta table.
+Run alone with ``pytest -m crash``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from logstore_cli import config as cfg
+from logstore_cli.catalog import epochs
+from logstore_cli.catalog.tables import load_table
+from logstore_cli.ddl import ParseOptions, parse_ddl
+from logstore_cli.jobs.ingest import CRASH_POINTS, KILL_AT_ENV
+from logstore_cli.logformat.wire import decode
+from logstore_cli.provision import service
+from logstore_cli.provision.delta_spark import SparkDeltaStore
+from logstore_cli.provision.kafka_topics import KafkaTopicStore
+from logstore_cli.provision.service import Stores
+
+from .ingest_support import (
+    changes,
+    check_protocol,
+    delta_state,
+    fold,
+    normalized,
+    orders_ddl,
+    read_log,
+    write_files,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.crash]
+
+FILES, PER_FILE = 4, 300
+KILLED = -signal.SIGKILL
+
+
+def _create(spark: SparkSession, warehouse: Path, ddl: str) -> None:
+    topics = KafkaTopicStore(cfg.KafkaConfig(timeout_s=15))
+    try:
+        specs = parse_ddl(ddl, "t.sql", ParseOptions())
+        service.create_tables(
+            specs, warehouse, Stores(SparkDeltaStore(warehouse, lambda: spark), topics)
+        )
+    finally:
+        topics.close()
+
+
+def _ingest(
+    warehouse: Path, source: Path, tmp: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """The CLI as a script runs it, in its own process group (the kill takes its JVM too)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "logstore_cli", "ingest", "shop.orders", "--source", str(source),
+         "--once", "--source-option", "maxFilesPerTrigger=1", "--json", "--lease-ttl", "30"],
+        cwd=tmp, env={**os.environ, "LOGSTORE_WAREHOUSE": str(warehouse), **(env or {})},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float = 300) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"ingest did not finish in {timeout} s:\n{err[-3000:]}")
+    _reap_group(proc.pid)
+    return proc.returncode, out, err
+
+
+def _reap_group(pgid: int, timeout: float = 30.0) -> None:
+    """Wait until no process of the killed group is left (its JVM must not write on)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            return
+        os.killpg(pgid, signal.SIGKILL)
+        time.sleep(0.1)  # polling the group's end, with a deadline
+    pytest.fail(f"process group {pgid} still alive {timeout} s after SIGKILL")
+
+
+def _run_to_completion(warehouse: Path, source: Path, tmp: Path) -> None:
+    """One restart finishes the job: the dead job's lease is taken over at once (its holder's
+    process is gone on this host), the checkpoint says where to go on."""
+    code, _, err = _finish(_ingest(warehouse, source, tmp))
+    assert code == 0, err[-3000:]
+
+
+def _check(
+    warehouse: Path, expected: dict[int, dict[str, object]], bootstrap: str, topic: str
+) -> dict[str, int]:
+    path = warehouse / "shop" / "orders"
+    assert delta_state(path) == {k: normalized(v) for k, v in expected.items()}
+    table = load_table(warehouse, "shop.orders").spec
+    return check_protocol(table, path, read_log(bootstrap, topic))
+
+
+@pytest.fixture
+def setup(
+    spark: SparkSession, tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> Callable[[int], tuple[Path, Path, dict[int, dict[str, object]]]]:
+    def make(seed: int, files: int = FILES) -> tuple[Path, Path, dict[int, dict[str, object]]]:
+        warehouse = tmp_path / "warehouse"
+        _create(
+            spark, warehouse, orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=3)
+        )
+        log = changes(files * PER_FILE, keys=120, seed=seed)
+        write_files(tmp_path / "in", [log[i : i + PER_FILE] for i in range(0, len(log), PER_FILE)])
+        return warehouse, tmp_path / "in", fold(log)
+
+    return make
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_killed_at_a_crash_point_then_restarted(
+    point: str, setup: Callable[[int], tuple[Path, Path, dict[int, dict[str, object]]]],
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str,
+) -> None:  # fmt: skip
+    warehouse, source, expected = setup(CRASH_POINTS.index(point))
+    code, _, err = _finish(_ingest(warehouse, source, tmp_path, {KILL_AT_ENV: f"{point}:1"}))
+    assert code == KILLED, f"the fault hook did not kill the job at {point}:\n{err[-3000:]}"
+    path = warehouse / "shop" / "orders"
+    committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
+    assert committed == ({0, 1} if point in ("after-commit", "after-markers") else {0})
+
+    _run_to_completion(warehouse, source, tmp_path)
+
+    counts = _check(warehouse, expected, kafka_bootstrap, topic_name)
+    assert counts["epochs"] == FILES
+    attempts = {
+        (item.epoch.epoch, item.epoch.attempt)
+        for r in read_log(kafka_bootstrap, topic_name)
+        if r.key is not None
+        for item in [decode(r.key, r.value, r.headers)]
+    }
+    epoch1 = {a for e, a in attempts if e == 1}
+    # killed after producing and before committing: the failed attempt's records stay in the log
+    # (readers drop or retract them); otherwise epoch 1 was produced once
+    assert len(epoch1) == (2 if point == "after-log" else 1)
+
+
+def test_killed_at_random_times_then_restarted(
+    setup: Callable[..., tuple[Path, Path, dict[int, dict[str, object]]]], tmp_path: Path,
+    kafka_bootstrap: str, topic_name: str,
+) -> None:  # fmt: skip
+    seed = int(os.environ.get("LOGSTORE_TEST_CRASH_SEED", time.time_ns() % 10_000))
+    rnd = random.Random(seed)
+    warehouse, source, expected = setup(100 + seed, files=8)
+    kills = 0
+    for _ in range(3):
+        proc = _ingest(warehouse, source, tmp_path)
+        try:
+            proc.wait(timeout=rnd.uniform(6.0, 20.0))  # the kill lands at a random moment
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            kills += 1
+        _finish(proc)
+    _run_to_completion(warehouse, source, tmp_path)
+    counts = _check(warehouse, expected, kafka_bootstrap, topic_name)
+    assert counts["epochs"] == 8, f"seed {seed}"
+    del kills
