@@ -1,0 +1,330 @@
+"""``logstore status``: where a table's writers are, read from the table itself and its topic.
+
+Everything but the topic's end offsets comes from the table directory, without a JVM: the Delta
+log's commits (their ``commitInfo.userMetadata``, the epoch metadata of design §7), the writer lease
+(``catalog.lease``) and the quarantine files. Kafka is reached only through a ``TopicReader``
+handed in by the caller; when it cannot be asked, the rest is still reported.
+
+**The log's tail.** For each partition the last epoch commit (the newest Delta commit with epoch
+metadata, whichever writer made it) records ``committed_offset``: the partition's end offset right
+after that epoch's records, before its commit marker. ``after_commit`` is the end offset now minus
+that: every record written to the partition since. Right after a clean commit that is 1, the
+epoch's marker; 0 when the job stopped between the Delta commit and its markers (the next run
+re-publishes them), more when a restarted job re-published them, plus the records of epochs not
+committed (yet): the epoch in flight, or an attempt that failed. The records are not read, so the
+numbers cost one offsets request however long the tail is.
+
+Commits are read from the Delta log's JSON commit files, as far back as the log keeps them
+(``history_from``; Delta removes commits older than its log retention, 30 days by default, after a
+checkpoint), so a writer whose last commit is older than that is not listed.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from logstore_cli.catalog import warehouse as wh
+from logstore_cli.catalog.epochs import commit_info, commit_versions
+from logstore_cli.catalog.lease import LeaseInfo, local_holder_dead, local_time, read_lease
+from logstore_cli.catalog.tables import TopicReader, spec_from_delta, topic_status
+from logstore_cli.errors import LogstoreError
+from logstore_cli.ingest.plan import STATE_DIR
+from logstore_cli.logformat.wire import parse_commit_metadata
+from logstore_cli.model import LogStoreSpec
+
+QUARANTINE_DIR = "quarantine"
+QUARANTINE_SUFFIX = ".jsonl"
+
+
+@dataclass(frozen=True)
+class LeaseStatus:
+    info: LeaseInfo
+    now: float
+    holder_running: bool | None  # None: the holder is on another host, so this one cannot tell
+
+    @property
+    def expired(self) -> bool:
+        return self.info.expired(self.now)
+
+    @property
+    def expires_in_s(self) -> float:
+        return round(self.info.expires_at - self.now, 1)
+
+    def to_json(self) -> dict[str, Any]:
+        i = self.info
+        return {
+            "job": i.job,
+            "host": i.host,
+            "pid": i.pid,
+            "acquired_at": local_time(i.acquired_at),
+            "expires_at": local_time(i.expires_at),
+            "expires_in_s": self.expires_in_s,  # negative once expired
+            "expired": self.expired,
+            "holder_running": self.holder_running,
+        }
+
+
+@dataclass(frozen=True)
+class WriterStatus:
+    """A Delta commit of an ingest epoch: the writer's epoch and attempt, and the end offsets."""
+
+    writer: str
+    epoch: int
+    attempt: str
+    delta_version: int
+    committed_at: float | None  # seconds since the epoch (the commit's timestamp)
+    offsets: Mapping[int, int] = field(default_factory=dict)
+
+    def to_json(self, *, offsets: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "writer": self.writer,
+            "epoch": self.epoch,
+            "attempt": self.attempt,
+            "delta_version": self.delta_version,
+            "committed_at": None if self.committed_at is None else local_time(self.committed_at),
+        }
+        if offsets:
+            out["offsets"] = {str(p): o for p, o in sorted(self.offsets.items())}
+        return out
+
+
+@dataclass(frozen=True)
+class PartitionTail:
+    partition: int
+    end_offset: int | None  # None: Kafka was not asked, or could not be
+    committed_offset: int | None  # None: the last epoch commit does not name this partition
+
+    @property
+    def after_commit(self) -> int | None:
+        if self.end_offset is None or self.committed_offset is None:
+            return None
+        return self.end_offset - self.committed_offset
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "end_offset": self.end_offset,
+            "committed_offset": self.committed_offset,
+            "after_commit": self.after_commit,
+        }
+
+
+@dataclass(frozen=True)
+class LogStatus:
+    """The table's topic against the last epoch commit; ``error`` when Kafka could not tell."""
+
+    topic: str | None  # None: the log store's settings could not be resolved
+    partitions: tuple[PartitionTail, ...]
+    asked: bool  # whether Kafka was asked for end offsets (and answered)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "end_offsets_read": self.asked,
+            "partitions": [p.to_json() for p in self.partitions],
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    name: str
+    path: Path
+    delta_version: int
+    history_from: int | None  # the oldest version whose commit the Delta log still holds
+    lease: LeaseStatus | None
+    lease_error: str | None
+    writers: tuple[WriterStatus, ...]  # each writer's last epoch commit, newest first
+    log: LogStatus | None  # None: the table has no log store
+    quarantined: Mapping[str, int]  # job -> records
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def last_commit(self) -> WriterStatus | None:
+        return self.writers[0] if self.writers else None
+
+    def to_json(self) -> dict[str, Any]:
+        lease: dict[str, Any] | None
+        if self.lease_error is not None:
+            lease = {"error": self.lease_error}
+        else:
+            lease = self.lease.to_json() if self.lease else None
+        last = self.last_commit
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "delta": {"version": self.delta_version, "history_from": self.history_from},
+            "lease": lease,
+            "writers": [w.to_json() for w in self.writers],
+            "last_commit": last.to_json(offsets=True) if last else None,
+            "log": self.log.to_json() if self.log else None,
+            "quarantined": {
+                "total": sum(self.quarantined.values()),
+                "jobs": dict(sorted(self.quarantined.items())),
+            },
+            "warnings": list(self.warnings),
+        }
+
+
+def table_status(
+    ref: wh.TableRef,
+    topics: TopicReader | None,
+    *,
+    default_bootstrap: str | None = None,
+    now: float | None = None,
+    host: str | None = None,
+    holder_dead: Callable[[LeaseInfo], bool] = local_holder_dead,
+) -> TableStatus:
+    """The status of the committed table ``ref``; with ``topics``, its topic's end offsets too.
+
+    ``now``, ``host`` and ``holder_dead`` default to the clock, this host's name and the process
+    check of ``catalog.lease`` (tests pass fakes)."""
+    state = wh.read_delta(ref.path)
+    now = time.time() if now is None else now
+    warnings: list[str] = []
+
+    lease, lease_error = None, None
+    try:
+        info = read_lease(ref.path)
+        if info is not None:
+            here = socket.gethostname() if host is None else host
+            running = None if info.host != here else not holder_dead(info)
+            lease = LeaseStatus(info, now, running)
+    except LogstoreError as exc:
+        lease_error = exc.message
+        warnings.append(f"lease: {exc.message}")
+
+    quarantined = count_quarantined(ref.path, warnings)
+    writers: dict[str, WriterStatus] = {}
+    oldest = None
+    for version, info_action in _commits(ref.path, state.version):
+        oldest = version
+        try:
+            parsed = parse_commit_metadata(info_action.get("userMetadata"))
+        except LogstoreError as exc:
+            warnings.append(f"Delta version {version}: {exc.message}")
+            continue
+        if parsed is None:
+            continue
+        epoch, offsets = parsed
+        if epoch.writer not in writers:  # newest first: the first one seen is the writer's last
+            writers[epoch.writer] = WriterStatus(
+                epoch.writer, epoch.epoch, epoch.attempt, version, _commit_time(info_action),
+                offsets,
+            )  # fmt: skip
+    ordered = tuple(sorted(writers.values(), key=lambda w: -w.delta_version))
+
+    log = None
+    try:
+        log_store = spec_from_delta(ref, state, default_bootstrap).log_store
+    except LogstoreError as exc:
+        log = LogStatus(None, (), asked=False, error=f"the table's log store: {exc.message}")
+    else:
+        if log_store is not None:
+            committed = ordered[0].offsets if ordered else {}
+            log = _log_status(log_store, committed, topics)
+    if log is not None and log.error:
+        warnings.append(f"log: {log.error}")
+
+    return TableStatus(
+        name=ref.name,
+        path=ref.path,
+        delta_version=state.version,
+        history_from=oldest,
+        lease=lease,
+        lease_error=lease_error,
+        writers=ordered,
+        log=log,
+        quarantined=quarantined,
+        warnings=tuple(warnings),
+    )
+
+
+def _log_status(
+    log_store: LogStoreSpec, committed: Mapping[int, int], topics: TopicReader | None
+) -> LogStatus:
+    ends: dict[int, int] = {}
+    error = None
+    if topics is not None:
+        found = topic_status(log_store, topics)
+        if found.exists:
+            ends = {p.partition: p.end_offset for p in found.partitions}
+        else:
+            error = found.error
+    partitions = tuple(
+        PartitionTail(p, ends.get(p), committed.get(p)) for p in sorted(set(ends) | set(committed))
+    )
+    asked = topics is not None and error is None
+    return LogStatus(log_store.topic, partitions, asked=asked, error=error)
+
+
+def _commits(table: Path, up_to: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(version, commitInfo)`` of the Delta log's JSON commits up to ``up_to``, newest first
+    (``catalog.epochs`` reads the files; not delta-rs' history, which replays the log again)."""
+    for version in commit_versions(table):
+        if version > up_to:
+            continue  # committed after the snapshot this status describes
+        info = commit_info(table, version)
+        if info is not None:
+            yield version, info
+
+
+def _commit_time(info: Mapping[str, Any]) -> float | None:
+    ts = info.get("inCommitTimestamp", info.get("timestamp"))
+    if isinstance(ts, bool) or not isinstance(ts, int):
+        return None
+    return ts / 1000
+
+
+def count_quarantined(table: Path, warnings: list[str] | None = None) -> dict[str, int]:
+    """Records quarantined per job: the lines of ``<table>/_logstore/quarantine/<job>/*.jsonl``,
+    each one JSON object. Symlinks are not followed (the files belong to the table); what cannot
+    be read is added to ``warnings``."""
+    problems = warnings if warnings is not None else []
+    root = table / STATE_DIR / QUARANTINE_DIR
+    for path in (table / STATE_DIR, root):
+        if path.is_symlink():
+            problems.append(f"quarantine: {path} is a symlink; not followed")
+            return {}
+    counts: dict[str, int] = {}
+    try:
+        with os.scandir(root) as jobs:
+            for job in sorted(jobs, key=lambda e: e.name):
+                if job.is_dir(follow_symlinks=False):
+                    counts[job.name] = _count_job(Path(job.path), problems)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        problems.append(f"quarantine: cannot read {root}: {exc.strerror or exc}")
+    return counts
+
+
+def _count_job(directory: Path, problems: list[str]) -> int:
+    total = 0
+    try:
+        with os.scandir(directory) as files:
+            names = [
+                e.name
+                for e in files
+                if e.name.endswith(QUARANTINE_SUFFIX) and e.is_file(follow_symlinks=False)
+            ]
+    except OSError as exc:
+        problems.append(f"quarantine: cannot read {directory}: {exc.strerror or exc}")
+        return 0
+    for name in names:
+        path = directory / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as f:
+                # Non-blank lines: a record whose write was cut short was still quarantined.
+                total += sum(1 for line in f if line.strip())
+        except OSError as exc:
+            problems.append(f"quarantine: cannot read {path}: {exc.strerror or exc}")
+    return total
