@@ -583,7 +583,11 @@ class Lease:
             with _state_dir(self.table_dir, create=False) as fd:
                 if fd is not None:
                     with _locked(fd, state):
-                        current = _read(fd, state)
+                        try:
+                            current = _read(fd, state)
+                        except WarehouseError as exc:  # not a lease we wrote: not ours to remove
+                            _log.warning("lease of table %s left alone: %s", self.table, exc)
+                            current = None
                         if current is not None and current.token == self._info.token:
                             _remove(fd, state)
             self._released = True  # only now: a release that failed may be called again

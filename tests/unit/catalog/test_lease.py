@@ -354,6 +354,14 @@ def test_a_corrupt_lease_file_is_an_error_that_says_what_to_do(table: Path) -> N
     assert caught.value.hint is not None and "delete the file" in caught.value.hint
 
 
+def test_release_leaves_a_file_that_is_not_our_lease(table: Path) -> None:
+    lease = take(table, FakeClock())
+    path = table / STATE_DIR / LEASE_FILE
+    path.write_text("overwritten by hand")
+    lease.release()  # no error: whatever it is, it is not ours to remove
+    assert path.read_text() == "overwritten by hand"
+
+
 def test_temporaries_of_a_killed_writer_are_cleaned_up(table: Path) -> None:
     (table / STATE_DIR).mkdir()
     stale = table / STATE_DIR / ".lease.json.deadbeef.0000.tmp"
