@@ -255,13 +255,14 @@ class PartitionProducer:
             with LogProducer(
                 self.bootstrap, self.client, self.topic, timeout_s=self.timeout_s
             ) as out:
+                send, key, value = out.send, encoder.key, encoder.value  # the hot loop
                 for row in rows:
                     values = tuple(row)
                     kind = values[n] or self.upsert_kind
                     if kind not in headers:
                         continue  # a kind the table's changelog mode leaves out (upsert: -U)
                     cols = values[:n]
-                    out.send(encoder.key(cols), encoder.value(cols), headers[kind])
+                    send(key(cols), value(cols), headers[kind])
                     sent += 1
                 delivered = out.flush()
         except LogstoreError as exc:
@@ -549,7 +550,7 @@ def acquire_lease(job: IngestJob) -> Lease:
     """The table's writer lease for this job (before Spark starts: a refusal comes at once)."""
     from logstore_cli.catalog.lease import Lease
 
-    return Lease.acquire(job.table_path, job.paths.job, job.lease_ttl_s)
+    return Lease.acquire(job.table_path, job.paths.job, job.lease_ttl_s, table=job.table.name)
 
 
 def republish_latest_markers(table_path: Path, markers: LogProducer | None) -> None:
