@@ -62,6 +62,12 @@ KILL_AT_ENV = "LOGSTORE_FAULT_KILL_AT"  # test-only: "<point>[:<epoch>]"
 CRASH_POINTS = ("before-log", "after-log", "after-commit", "after-markers")
 DEFAULT_TRIGGER_S = 2.0
 DEFAULT_LEASE_TTL_S = 60.0
+MAX_ATTEMPTS = 3  # attempts of one epoch within one run when Spark retries a producing task
+
+
+class TaskRetried(Exception):
+    """Spark re-ran a producing task: its records may be in the log twice under one attempt id,
+    so the epoch is produced again under a new attempt (the old one never gets a marker)."""
 
 
 class EpochStopped(Exception):
@@ -250,6 +256,12 @@ class PartitionProducer:
         n = len(self.schema.names)
         encoder = EpochEncoder(self.schema, self.epoch)
         headers = {kind: encoder.headers(RowKind(kind)) for kind in self.kinds}
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context is not None and context.attemptNumber() > 0:
+            yield ("retried", -1, f"task {context.taskAttemptId()} of the epoch was retried", "")
+            return
         sent = 0
         try:
             with LogProducer(
@@ -275,8 +287,15 @@ class PartitionProducer:
 
 def _raise_task_error(rows: Sequence[tuple[Any, ...]]) -> None:
     for row in rows:
+        if row[0] == "retried":
+            raise TaskRetried(row[2])
         if row[0] == "error":
-            _, _kind, message, hint = row
+            _, kind, message, hint = row
+            if kind == "WireFormatError":
+                raise LogstoreError(
+                    f"a record of the epoch cannot be written to the log: {message}",
+                    hint=hint or "the row does not fit the table's wire format; check the source",
+                )
             raise BrokerError(f"producing the epoch's records failed: {message}", hint=hint or None)
 
 
@@ -316,9 +335,9 @@ class EpochWriter:
 
     # foreachBatch entry point: errors are kept for the CLI (Spark would wrap them in a trace).
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        if self.stop_requested.is_set():
-            raise EpochStopped("stop requested before epoch started")
         with self.in_flight:
+            if self.stop_requested.is_set():
+                raise EpochStopped("stop requested before the epoch began")
             try:
                 report = self.run(batch, int(batch_id))
             except BaseException as exc:
@@ -348,11 +367,21 @@ class EpochWriter:
                         done.version, done.offsets, True, time.monotonic() - started,
                     )  # fmt: skip
             crash_point("before-log", epoch)
-            rows, produced, offsets = self._produce(good, eid)
+            for retry in range(MAX_ATTEMPTS):
+                try:
+                    rows, produced, offsets = self._produce(good, eid)
+                    break
+                except TaskRetried:
+                    if retry == MAX_ATTEMPTS - 1:
+                        raise
+                    attempt = new_attempt()
+                    eid = EpochId(self.writer, epoch, attempt)
             crash_point("after-log", epoch)
             version = None
             if self.job.stores.file:
-                self.lease.check()  # never commit after another job took the table over
+                # Never commit after another job took the table over, nor on a lease about to run
+                # out (a pause longer than the margin is the gap a lease without fencing leaves).
+                self.lease.check(min_remaining_s=self.job.lease_ttl_s / 3)
                 version = self._commit(good, eid, offsets)
                 if rows is None:
                     rows = good.count()
@@ -371,11 +400,13 @@ class EpochWriter:
     def _quarantine(self, batch: DataFrame, epoch: int) -> int:
         bad = batch.filter(F.col(plan.ERROR).isNotNull()).select(plan.ERROR, plan.RAW, plan.ORIGIN)
         found = bad.collect()
-        target = Path(self.job.paths.quarantine) / f"epoch-{epoch:020d}.jsonl"
+        # Named by writer and epoch: a retry rewrites its own file, a new writer (a deleted
+        # checkpoint restarts at epoch 0) never overwrites an old one.
+        target = Path(self.job.paths.quarantine) / f"{self.writer}-epoch-{epoch:020d}.jsonl"
         if not found:
             return 0
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}")
+        tmp = target.with_name(f".{target.name}.tmp")  # a killed write's leftover is reused
         with tmp.open("w", encoding="utf-8") as fh:
             for reason, raw, origin in found:
                 record = {
@@ -468,6 +499,12 @@ class EpochWriter:
                 .save(path)
             )
         else:
+            if RowKind.UPDATE_BEFORE.value not in self.log_kinds:
+                # An upsert changelog has no -U: the table ignores them too, or a -U ending an
+                # epoch (its +U in the next) would delete a row the log still shows.
+                good = good.filter(
+                    F.col(plan.KIND).isNull() | (F.col(plan.KIND) != RowKind.UPDATE_BEFORE.value)
+                )
             order = [F.col(plan.SEQ).desc_nulls_last(), F.col(plan.ARRIVAL).desc()]
             last = Window.partitionBy(*[F.col(_name(k)) for k in self.keys]).orderBy(*order)
             latest = (
@@ -567,6 +604,39 @@ def republish_latest_markers(table_path: Path, markers: LogProducer | None) -> N
     markers.flush()
 
 
+GENERATE_ONCE_BATCH = 20_000  # changes per epoch of 'generate --once' (maxChangesPerBatch)
+
+
+def _open_stream(spark: SparkSession, job: IngestJob) -> DataFrame:
+    if isinstance(job.source.spec, plan.GenerateSource):
+        from dataclasses import replace
+
+        from logstore_cli.jobs.generate_source import MAX_PER_BATCH_OPTION, generate_stream
+
+        options = dict(job.source.options)
+        if job.once:
+            options.setdefault(MAX_PER_BATCH_OPTION, str(GENERATE_ONCE_BATCH))
+        return generate_stream(spark, replace(job.source, options=options), once=job.once)
+    from logstore_cli.jobs.sources import open_source
+
+    return open_source(spark, job.source)
+
+
+def _source_done(run: IngestRun) -> bool:
+    """Whether a generated source with --total has been processed to its end."""
+    spec = run.writer.job.source.spec
+    if not isinstance(spec, plan.GenerateSource) or spec.total is None:
+        return False
+    if spec.total == 0:
+        return True
+    progress = run.query.lastProgress
+    if not progress:
+        return False
+    end = progress["sources"][0]["endOffset"]
+    end = json.loads(end) if isinstance(end, str) else end
+    return isinstance(end, dict) and int(end.get("change", 0)) >= spec.total
+
+
 def start(
     spark: SparkSession,
     job: IngestJob,
@@ -577,13 +647,11 @@ def start(
 ) -> IngestRun:
     """Prepare the checkpoint and the log, and start the query, holding ``lease`` (from
     ``acquire_lease``; released when the run ends, or here if the start fails)."""
-    from logstore_cli.jobs.sources import open_source
-
     closers: list[Callable[[], None]] = [lease.release]
     markers: LogProducer | None = None
     admin: KafkaAdmin | None = None
     try:
-        lease.keep_alive(max(1.0, job.lease_ttl_s / 3))
+        lease.keep_alive(job.lease_ttl_s / 4)
         writer = writer_id(job.checkpoint)
         if job.stores.log and job.kafka is not None:
             from logstore_cli.kafka.admin import KafkaAdmin
@@ -599,14 +667,18 @@ def start(
             markers.partition_count()  # the topic exists and the brokers answer, before Spark
             if job.stores.file:
                 republish_latest_markers(job.table_path, markers)
-        stream = open_source(spark, job.source)
+        stream = _open_stream(spark, job)
         epoch_writer = EpochWriter(job, writer, lease, markers, admin, on_epoch)
         writer_stream = (
             stream.writeStream.queryName(f"logstore-ingest-{job.paths.job}")
             .option("checkpointLocation", str(job.checkpoint))
             .foreachBatch(epoch_writer)
         )
-        if job.once:
+        if job.once and isinstance(job.source.spec, plan.GenerateSource):
+            # Spark 4.0.1 gives Python sources no batch size under availableNow (one huge epoch):
+            # back-to-back batches of at most GENERATE_ONCE_BATCH changes, stopped when done.
+            writer_stream = writer_stream.trigger(processingTime="0 seconds")
+        elif job.once:
             writer_stream = writer_stream.trigger(availableNow=True)
         else:
             writer_stream = writer_stream.trigger(processingTime=f"{job.trigger_s} seconds")
@@ -629,24 +701,30 @@ def wait(run: IngestRun, *, stop: Callable[[], bool], poll_s: int = 1) -> RunSum
             if run.query.awaitTermination(poll_s):
                 break
             if stop():
-                writer.stop_requested.set()
-                with writer.in_flight:  # the epoch in flight finishes first
-                    run.query.stop()
+                _stop_after_epoch(run)
                 writer.summary.stopped_by_user = True
                 break
-            if (
+            if _source_done(run) or (
                 run.writer.job.max_epochs is not None
                 and writer.summary.epochs >= run.writer.job.max_epochs
             ):
-                writer.stop_requested.set()
-                with writer.in_flight:
-                    run.query.stop()
+                _stop_after_epoch(run)
                 break
         _raise_failure(run)
     finally:
         for close in run.closers:
             close()
     return writer.summary
+
+
+def _stop_after_epoch(run: IngestRun) -> None:
+    """Stop the query between epochs: no epoch begins after the flag (it raises EpochStopped
+    under the lock and runs again on restart), the one in flight finishes. ``query.stop()`` is
+    called without the lock: an epoch waiting for it must be able to see the flag and end."""
+    run.writer.stop_requested.set()
+    with run.writer.in_flight:
+        pass
+    run.query.stop()
 
 
 def _raise_failure(run: IngestRun) -> None:
