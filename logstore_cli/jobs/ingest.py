@@ -23,7 +23,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,13 @@ from pyspark.sql.window import Window
 from logstore_cli.catalog import epochs
 from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError
 from logstore_cli.ingest import plan
+from logstore_cli.logformat.values import (
+    ArrayType,
+    MapType,
+    SqlType,
+    StructType,
+    spark_json_identical,
+)
 from logstore_cli.logformat.wire import (
     CommitMarker,
     EpochEncoder,
@@ -62,12 +69,6 @@ KILL_AT_ENV = "LOGSTORE_FAULT_KILL_AT"  # test-only: "<point>[:<epoch>]"
 CRASH_POINTS = ("before-log", "after-log", "after-commit", "after-markers")
 DEFAULT_TRIGGER_S = 2.0
 DEFAULT_LEASE_TTL_S = 60.0
-MAX_ATTEMPTS = 3  # attempts of one epoch within one run when Spark retries a producing task
-
-
-class TaskRetried(Exception):
-    """Spark re-ran a producing task: its records may be in the log twice under one attempt id,
-    so the epoch is produced again under a new attempt (the old one never gets a marker)."""
 
 
 class EpochStopped(Exception):
@@ -118,6 +119,7 @@ class EpochReport:
     offsets: dict[int, int]  # the topic's end offsets after the epoch's records
     republished: bool  # already committed by an earlier attempt: only its markers were sent
     seconds: float
+    phases: dict[str, float] = field(default_factory=dict)  # seconds: read, log, delta, markers
 
     @property
     def rows_per_s(self) -> float:
@@ -137,6 +139,7 @@ class EpochReport:
             "republished": self.republished,
             "seconds": round(self.seconds, 3),
             "rows_per_s": round(self.rows_per_s, 1),
+            "phases": {name: round(t, 3) for name, t in self.phases.items()},
         }
 
 
@@ -228,75 +231,38 @@ def crash_point(point: str, epoch: int) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-# -- producing on the executors -------------------------------------------------------------------
+# -- producing from the driver --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PartitionProducer:
-    """Produces one Spark partition's changes (picklable: runs in the executors' Python workers).
+def _arrow_to_python(t: SqlType) -> Callable[[Any], Any] | None:
+    """Arrow's Python values -> the ones ``logformat`` encodes: only maps differ (Arrow gives a
+    list of pairs); None when no conversion is needed."""
+    if isinstance(t, MapType):
+        key, value = _arrow_to_python(t.key), _arrow_to_python(t.value)
 
-    Rows come in as ``(*table columns, kind)``; a task yields ``("ok", partition, end, 0)`` per
-    Kafka partition it wrote to and ``("sent", -1, 0, count)``, or one ``("error", class,
-    message, hint)`` instead of failing, so the driver raises the broker's own error rather than a
-    Spark stack trace.
-    """
+        def to_dict(v: Any) -> Any:
+            if v is None:
+                return None
+            return {(key(k) if key else k): (value(x) if value else x) for k, x in v}
 
-    bootstrap: str
-    client: dict[str, str]
-    topic: str
-    schema: RowSchema
-    epoch: EpochId
-    upsert_kind: str
-    kinds: frozenset[str]
-    timeout_s: float
+        return to_dict
+    if isinstance(t, ArrayType):
+        element = _arrow_to_python(t.element)
+        if element is None:
+            return None
+        return lambda v: None if v is None else [element(x) for x in v]
+    if isinstance(t, StructType):
+        inner = {name: _arrow_to_python(f) for name, f in t.fields}
+        if not any(inner.values()):
+            return None
 
-    def __call__(self, rows: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
-        from logstore_cli.kafka.producer import LogProducer
+        def fix_struct(v: Any) -> Any:
+            if v is None:
+                return None
+            return {n: (inner[n](x) if inner[n] else x) for n, x in v.items()}  # type: ignore[misc]
 
-        n = len(self.schema.names)
-        encoder = EpochEncoder(self.schema, self.epoch)
-        headers = {kind: encoder.headers(RowKind(kind)) for kind in self.kinds}
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        if context is not None and context.attemptNumber() > 0:
-            yield ("retried", -1, f"task {context.taskAttemptId()} of the epoch was retried", "")
-            return
-        sent = 0
-        try:
-            with LogProducer(
-                self.bootstrap, self.client, self.topic, timeout_s=self.timeout_s
-            ) as out:
-                send, key, value = out.send, encoder.key, encoder.value  # the hot loop
-                for row in rows:
-                    values = tuple(row)
-                    kind = values[n] or self.upsert_kind
-                    if kind not in headers:
-                        continue  # a kind the table's changelog mode leaves out (upsert: -U)
-                    cols = values[:n]
-                    send(key(cols), value(cols), headers[kind])
-                    sent += 1
-                delivered = out.flush()
-        except LogstoreError as exc:
-            yield ("error", type(exc).__name__, exc.message, exc.hint or "")
-            return
-        for partition, end in delivered.items():
-            yield ("ok", partition, end, 0)
-        yield ("sent", -1, 0, sent)
-
-
-def _raise_task_error(rows: Sequence[tuple[Any, ...]]) -> None:
-    for row in rows:
-        if row[0] == "retried":
-            raise TaskRetried(row[2])
-        if row[0] == "error":
-            _, kind, message, hint = row
-            if kind == "WireFormatError":
-                raise LogstoreError(
-                    f"a record of the epoch cannot be written to the log: {message}",
-                    hint=hint or "the row does not fit the table's wire format; check the source",
-                )
-            raise BrokerError(f"producing the epoch's records failed: {message}", hint=hint or None)
+        return fix_struct
+    return None
 
 
 # -- one epoch ------------------------------------------------------------------------------------
@@ -327,6 +293,9 @@ class EpochWriter:
         self.columns = [c.name for c in job.table.columns]
         self.keys = list(job.table.primary_key)
         self.log_kinds = frozenset(k.value for k in plan.log_kinds(job.table))
+        # Spark's to_json writes these types exactly as wire format 1 does: it encodes them.
+        self.spark_encodes = all(spark_json_identical(c.type) for c in job.table.columns)
+        self.arrival_fields: list[str] = []
         self.stop_requested = threading.Event()
         self.in_flight = threading.Lock()
         self.failure: BaseException | None = None
@@ -351,12 +320,22 @@ class EpochWriter:
 
     def run(self, batch: DataFrame, epoch: int) -> EpochReport:
         started = time.monotonic()
+        phases: dict[str, float] = {}
+        mark = started
+
+        def phase(name: str) -> None:
+            nonlocal mark
+            now = time.monotonic()
+            phases[name] = phases.get(name, 0.0) + now - mark
+            mark = now
+
         attempt = new_attempt()
         eid = EpochId(self.writer, epoch, attempt)
         self.lease.check()
         batch = batch.persist()
+        self.arrival_fields = list(batch.schema[plan.ARRIVAL].dataType.fieldNames())  # type: ignore[attr-defined]
         try:
-            quarantined = self._quarantine(batch, epoch)
+            quarantined = self._quarantine(batch, epoch)  # reads the source into the cache
             good = batch.filter(F.col(plan.ERROR).isNull())
             if self.job.stores.file:
                 done = self._committed(epoch)
@@ -366,16 +345,10 @@ class EpochWriter:
                         self.writer, epoch, done.epoch.attempt, 0, 0, quarantined,
                         done.version, done.offsets, True, time.monotonic() - started,
                     )  # fmt: skip
+            phase("read")
             crash_point("before-log", epoch)
-            for retry in range(MAX_ATTEMPTS):
-                try:
-                    rows, produced, offsets = self._produce(good, eid)
-                    break
-                except TaskRetried:
-                    if retry == MAX_ATTEMPTS - 1:
-                        raise
-                    attempt = new_attempt()
-                    eid = EpochId(self.writer, epoch, attempt)
+            rows, produced, offsets = self._produce(good, eid)
+            phase("log")
             crash_point("after-log", epoch)
             version = None
             if self.job.stores.file:
@@ -385,12 +358,14 @@ class EpochWriter:
                 version = self._commit(good, eid, offsets)
                 if rows is None:
                     rows = good.count()
+                phase("delta")
             crash_point("after-commit", epoch)
             self._publish_markers(eid, version)
+            phase("markers")
             crash_point("after-markers", epoch)
             return EpochReport(
                 self.writer, epoch, attempt, rows or 0, produced, quarantined, version, offsets,
-                False, time.monotonic() - started,
+                False, time.monotonic() - started, phases,
             )  # fmt: skip
         finally:
             batch.unpersist()
@@ -441,36 +416,79 @@ class EpochWriter:
     # step 3: the log ---------------------------------------------------------------------------
 
     def _produce(self, good: DataFrame, eid: EpochId) -> tuple[int | None, int, dict[int, int]]:
-        """(rows read, records produced, end offsets); no log: (None, 0, {})."""
-        if not self.job.stores.log or self.job.kafka is None:
+        """(rows read, records produced, end offsets); no log: (None, 0, {}).
+
+        Spark encodes and collects the epoch's records (as Arrow); the driver sorts them (sequence,
+        then arrival: a key's order) and produces them with one idempotent producer, so a
+        retried Spark task can never send a record twice and every delivery is reported.
+        """
+        if not self.job.stores.log or self.job.kafka is None or self.markers is None:
             return None, 0, {}
-        cols = [F.col(_name(c)) for c in self.columns]
-        data = good.select(*cols, F.col(plan.KIND), F.col(plan.SEQ), F.col(plan.ARRIVAL))
-        if self.keys:
-            # One key's changes in one task, in sequence then arrival order: the order the log
-            # keeps per partition.
-            data = data.repartition(*[F.col(_name(k)) for k in self.keys])
-            data = data.sortWithinPartitions(
-                F.col(plan.SEQ).asc_nulls_first(), F.col(plan.ARRIVAL).asc()
-            )
-        data = data.select(*cols, F.col(plan.KIND))
-        producer = PartitionProducer(
-            self.job.kafka.bootstrap, dict(self.job.kafka.client), self.job.kafka.topic,
-            self.schema, eid,
-            plan.upsert_kind(self.job.table).value, self.log_kinds, self.job.kafka.timeout_s,
-        )  # fmt: skip
-        results = data.rdd.mapPartitions(producer).collect()
-        _raise_task_error(results)
-        produced = sum(r[3] for r in results if r[0] == "sent")
+        import pyarrow.compute as pc
+
+        table = self._log_frame(good).toArrow()
+        arrival = [f"a{i}" for i in range(len(self.arrival_fields))]
+        sort_keys = [("seq", "ascending", "at_start")]
+        sort_keys += [(a, "ascending", "at_start") for a in arrival]
+        order = pc.sort_indices(table, sort_keys=sort_keys)
+        table = table.take(order)
+        kinds = table.column("kind").to_pylist()
+        keys, values = self._encoded(table)
+        headers = {kind: self.encoder(eid).headers(RowKind(kind)) for kind in self.log_kinds}
+        send = self.markers.send
+        produced = 0
+        for key, value, kind in zip(keys, values, kinds, strict=True):
+            if kind in headers:  # a kind the changelog mode leaves out (upsert: -U) is not sent
+                send(key, value, headers[kind])
+                produced += 1
+        delivered = self.markers.flush()
         offsets = self._end_offsets()
-        for _, partition, end, _ in (r for r in results if r[0] == "ok"):
+        for partition, end in delivered.items():
             if offsets.get(partition, 0) < end:
                 raise BrokerError(
                     f"partition {partition} of topic {self.job.kafka.topic} ends at "
                     f"{offsets.get(partition)} although a record was delivered at {end - 1}",
-                    hint="another producer may be truncating the topic; check the brokers",
+                    hint="something else deletes records of the topic; check its retention",
                 )
-        return good.count(), produced, offsets
+        return table.num_rows, produced, offsets
+
+    def encoder(self, eid: EpochId) -> EpochEncoder:
+        return EpochEncoder(self.schema, eid)
+
+    def _log_frame(self, good: DataFrame) -> DataFrame:
+        """The epoch's records for the log: the key and value bytes (Spark's ``to_json`` where it
+        writes wire format 1 byte for byte, else the columns for Python to encode), the kind,
+        and the sequence and arrival fields to order them by."""
+        kind = F.coalesce(F.col(plan.KIND), F.lit(plan.upsert_kind(self.job.table).value))
+        if self.spark_encodes:
+            opts = {"ignoreNullFields": "false"}
+            key = (
+                F.to_json(F.struct(*[F.col(_name(k)).alias(k) for k in self.keys]), opts)
+                if self.keys
+                else F.lit(None).cast("string")
+            )
+            value = F.to_json(F.struct(*[F.col(_name(c)).alias(c) for c in self.columns]), opts)
+            payload = [key.cast("binary").alias("k"), value.cast("binary").alias("v")]
+        else:
+            payload = [F.col(_name(c)).alias(f"c{i}") for i, c in enumerate(self.columns)]
+        arrival = [
+            F.col(plan.ARRIVAL).getField(name).alias(f"a{i}")
+            for i, name in enumerate(self.arrival_fields)
+        ]
+        return good.select(*payload, kind.alias("kind"), F.col(plan.SEQ).alias("seq"), *arrival)
+
+    def _encoded(self, table: Any) -> tuple[list[bytes | None], list[bytes]]:
+        if self.spark_encodes:
+            return table.column("k").to_pylist(), table.column("v").to_pylist()
+        columns = []
+        for i, name in enumerate(self.columns):
+            values = table.column(f"c{i}").to_pylist()
+            fix = _arrow_to_python(self.schema.type_of(name))
+            columns.append([fix(v) for v in values] if fix else values)
+        encoder = self.encoder(EpochId("-", 0, "-"))  # headers unused here
+        key, value = encoder.key, encoder.value
+        rows = list(zip(*columns, strict=True)) if columns else []
+        return [key(r) for r in rows], [value(r) for r in rows]
 
     def _end_offsets(self) -> dict[int, int]:
         """The topic's end offsets after the flush: exact, as the lease keeps other writers out."""

@@ -938,3 +938,21 @@ def decode_value(json_value: Any, sql_type: str | SqlType) -> Any:
         return value_decoder(t)(json_value)
     except _Problem as problem:
         raise problem.error(f"cannot decode a {_type_text(t)} value") from None
+
+
+def spark_json_identical(t: str | SqlType) -> bool:
+    """Whether Spark's ``to_json`` (with ``ignoreNullFields=false``) writes values of this type
+    byte for byte as this module does: integers, booleans, strings, dates, decimals of scale at
+    most 6 (``BigDecimal.toString`` switches to exponent form below 10^-6), and arrays and structs
+    of those. Not doubles and floats (``1.0E16``), timestamps (milliseconds), binary, nor maps
+    (entry order); ``tests/integration/logformat`` holds this to Spark."""
+    t = _as_type(t)
+    if isinstance(t, DecimalType):
+        return t.scale <= 6
+    if isinstance(t, ArrayType):
+        return spark_json_identical(t.element)
+    if isinstance(t, StructType):
+        return all(spark_json_identical(field) for _, field in t.fields)
+    if isinstance(t, MapType):
+        return False
+    return t.name in {"tinyint", "smallint", "int", "bigint", "boolean", "string", "date"}
