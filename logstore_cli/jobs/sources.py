@@ -110,9 +110,11 @@ _OWN_KAFKA_OPTIONS = {
     "kafka.bootstrap.servers": "the brokers are --source-bootstrap",
 }
 # Kafka client properties Spark's Kafka source refuses or that make no sense for a consumer it
-# manages (serializers come with producer settings of the table's DDL).
+# manages (serializers come with producer settings of the table's DDL; a group id meant for the
+# table's log readers would make Spark's consumers share it: Spark makes its own per query).
 _SKIPPED_KAFKA_CLIENT = {
     "bootstrap.servers",
+    "group.id",
     "key.deserializer",
     "value.deserializer",
     "key.serializer",
