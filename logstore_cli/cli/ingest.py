@@ -110,6 +110,7 @@ def build_job(
         options=source_options,
         kafka_bootstrap=log.address if log is not None else ctx.default_bootstrap,
         kafka_client=client if log is not None else dict(ctx.config.kafka.client),
+        once=once,
     )
     paths = plan.JobPaths(str(stored.ref.path), plan.check_job_name(job), checkpoint)
     return IngestJob(

@@ -640,6 +640,26 @@ def _open_stream(spark: SparkSession, job: IngestJob) -> DataFrame:
     return open_source(spark, job.source)
 
 
+def check_source_topic(job: IngestJob) -> None:
+    """A ``kafka:`` source topic must exist: Spark's Kafka source would wait for it forever."""
+    from logstore_cli.errors import TopicNotFoundError
+    from logstore_cli.kafka.admin import KafkaAdmin
+
+    spec = job.source.spec
+    bootstrap = (
+        spec.bootstrap or job.source.kafka_bootstrap if isinstance(spec, plan.KafkaSource) else None
+    )
+    if not isinstance(spec, plan.KafkaSource) or not bootstrap:
+        return  # not a Kafka source; without brokers open_source says what to pass
+    timeout = job.kafka.timeout_s if job.kafka is not None else 10.0
+    with KafkaAdmin(bootstrap, job.source.kafka_client, timeout_s=timeout) as admin:
+        if admin.describe_topic(spec.topic) is None:
+            raise TopicNotFoundError(
+                f"the source topic {spec.topic!r} does not exist at {bootstrap}",
+                hint="create it first, or check --source and --source-bootstrap",
+            )
+
+
 def _source_done(run: IngestRun) -> bool:
     """Whether a generated source with --total has been processed to its end."""
     spec = run.writer.job.source.spec
@@ -685,6 +705,7 @@ def start(
             markers.partition_count()  # the topic exists and the brokers answer, before Spark
             if job.stores.file:
                 republish_latest_markers(job.table_path, markers)
+        check_source_topic(job)
         stream = _open_stream(spark, job)
         epoch_writer = EpochWriter(job, writer, lease, markers, admin, on_epoch)
         writer_stream = (
