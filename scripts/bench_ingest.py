@@ -1,0 +1,633 @@
+#!/usr/bin/env python3
+"""Ingest throughput: file-only, log-only and double-write side by side in one run, against the raw
+confluent-kafka producer writing the same records to the same broker.
+
+Every mode ingests the same generated changes (``--source generate --total N --once``, seed 0, the
+job's default batch of ``GENERATE_ONCE_BATCH`` changes per epoch) into a fresh table with its own
+topic, through the job API in-process (``build_job``, ``acquire_lease``, ``start``, ``wait``) on one
+Spark session, warmed up first by an untimed small run of each mode. Rounds interleave the modes,
+in a rotated order, so that machine noise hits all alike.
+
+A mode's time runs from ``start()`` (the query runs from there) to the end of its last epoch; the
+wall time to ``wait()``'s return adds the driver loop's stop (it polls once a second). Table and
+topic creation and the Spark start are not timed. The phases are each run's sum over its epochs of
+the job's own per-epoch timings; ``other`` is the rest: Spark's planning and offset/commit logs
+between epochs, and the query's start.
+
+The reference is a bare ``confluent_kafka.Producer`` with the log producer's settings
+(``LogProducer.config_for``: acks=all, idempotence, murmur2_random, linger.ms 5) producing the
+same records, encoded beforehand with ``EpochEncoder`` (untimed), to a fresh topic with as many
+partitions: timed from the first produce until the flush is done.
+
+Without ``--bootstrap`` a single-node KRaft broker is started for the run. Everything the run
+creates (broker data, warehouse, Spark's files) lives in one temporary directory, removed at the
+end, also after an error or Ctrl-C.
+
+Usage: .venv/bin/python scripts/bench_ingest.py [--changes N] [--keys K] [--rounds R]
+       [--partitions P] [--warmup N] [--bootstrap HOST:PORT] [--json]
+Exit 0 when double-write / file-only <= 1.15, 1 when above, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import logging
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from logstore_cli.ingest.plan import GenerateSource
+    from logstore_cli.model import TableSpec
+
+FILE, LOG, DOUBLE, RAW = "file-only", "log-only", "double-write", "raw producer"
+EMIT = {FILE: "file", LOG: "log", DOUBLE: "file,log"}  # the job's --emit of each mode
+MODES = (FILE, LOG, DOUBLE, RAW)
+PHASES = ("read", "log", "delta", "markers", "other")
+TARGET = 1.15  # issue 9: double-write at most 1.15x the file-only time
+COLUMNS = "id BIGINT, name STRING, qty INT, price DECIMAL(10,2)"
+UPDATE_RATIO, DELETE_RATIO, SEED = 0.5, 0.1, 0  # the CLI's defaults
+KAFKA_TIMEOUT_S = 30.0
+
+Encoded = tuple[bytes | None, bytes, list[tuple[str, bytes]]]  # key, value, headers
+
+
+# -- the pure parts: options, statistics, the report ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Options:
+    changes: int
+    keys: int
+    rounds: int
+    partitions: int
+    warmup: int
+    bootstrap: str | None
+    json: bool
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _not_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Options:
+    """The options; bad values exit 2 with argparse's message naming the flag."""
+    ap = argparse.ArgumentParser(
+        prog="bench_ingest.py",
+        description="Ingest throughput: file-only, log-only, double-write and the raw producer.",
+    )
+    ap.add_argument("--changes", type=_positive, default=200_000, help="changes per run")
+    ap.add_argument("--keys", type=_positive, default=10_000, help="distinct keys")
+    ap.add_argument("--rounds", type=_positive, default=3, help="timed runs of each mode")
+    ap.add_argument("--partitions", type=_positive, default=3, help="partitions of each topic")
+    ap.add_argument(
+        "--warmup",
+        type=_not_negative,
+        default=40_000,
+        help="changes of the untimed warm-up run of each mode (0: none; capped at --changes)",
+    )
+    ap.add_argument(
+        "--bootstrap", help="an existing broker (default: start one for the run)", default=None
+    )
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ns = ap.parse_args(argv)
+    if ns.bootstrap is not None and not ns.bootstrap.strip():
+        ap.error("argument --bootstrap: empty")
+    return Options(
+        changes=ns.changes,
+        keys=ns.keys,
+        rounds=ns.rounds,
+        partitions=ns.partitions,
+        warmup=min(ns.warmup, ns.changes),
+        bootstrap=ns.bootstrap,
+        json=ns.json,
+    )
+
+
+def round_order(round_no: int) -> list[str]:
+    """The modes of a round, rotated by one per round: none always runs first or after another."""
+    shift = round_no % len(MODES)
+    return [*MODES[shift:], *MODES[:shift]]
+
+
+@dataclass(frozen=True)
+class Run:
+    mode: str
+    round_no: int
+    seconds: float  # from start() to the end of the last epoch (raw: first produce to flush)
+    wall: float  # to wait()'s return (raw: = seconds)
+    records: int
+    phases: Mapping[str, float]  # summed over the run's epochs; empty for the raw producer
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    mode: str
+    runs: tuple[float, ...]  # seconds, in round order
+    median_s: float
+    wall_median_s: float
+    records: int
+    records_per_s: float
+    ratio: float  # median_s / file-only's median_s
+    phases: Mapping[str, float]  # median over the rounds of each phase's sum
+
+
+@dataclass(frozen=True)
+class Result:
+    modes: tuple[ModeResult, ...]
+    double_over_file: float
+    per_round: tuple[float, ...]  # double-write / file-only, round by round
+
+    @property
+    def within_target(self) -> bool:
+        return self.double_over_file <= TARGET
+
+
+def summarize(runs: Sequence[Run]) -> Result:
+    """Medians per mode, ratios to the file-only median, and the per-round double/file ratios."""
+    by_mode: dict[str, list[Run]] = {}
+    for run in sorted(runs, key=lambda r: r.round_no):
+        by_mode.setdefault(run.mode, []).append(run)
+    if FILE not in by_mode or DOUBLE not in by_mode:
+        raise ValueError("need runs of both file-only and double-write")
+    base = statistics.median(r.seconds for r in by_mode[FILE])
+    results = []
+    for mode in MODES:
+        found = by_mode.get(mode)
+        if not found:
+            continue
+        median = statistics.median(r.seconds for r in found)
+        names = [p for p in PHASES if any(p in r.phases for r in found)]
+        results.append(
+            ModeResult(
+                mode=mode,
+                runs=tuple(r.seconds for r in found),
+                median_s=median,
+                wall_median_s=statistics.median(r.wall for r in found),
+                records=found[0].records,
+                records_per_s=found[0].records / median if median > 0 else 0.0,
+                ratio=median / base if base > 0 else float("inf"),
+                phases={p: statistics.median(r.phases.get(p, 0.0) for r in found) for p in names},
+            )
+        )
+    file_by_round = {r.round_no: r.seconds for r in by_mode[FILE]}
+    per_round = tuple(
+        r.seconds / file_by_round[r.round_no]
+        for r in by_mode[DOUBLE]
+        if file_by_round.get(r.round_no)
+    )
+    double = next(m for m in results if m.mode == DOUBLE)
+    return Result(tuple(results), double.ratio, per_round)
+
+
+def format_report(result: Result, facts: Mapping[str, object]) -> str:
+    """The table (one row per mode, phases in seconds) and the verdict line."""
+    lines = [f"{k}: {v}" for k, v in facts.items()]
+    head = f"{'mode':14} {'median s':>9} {'wall s':>7} {'records/s':>10} {'x file':>7}"
+    head += "".join(f" {p:>7}" for p in PHASES)
+    lines += ["", head]
+    for m in result.modes:
+        row = f"{m.mode:14} {m.median_s:9.2f} {m.wall_median_s:7.2f} {m.records_per_s:10,.0f}"
+        row += f" {m.ratio:7.2f}"
+        row += "".join(f" {m.phases[p]:7.2f}" if p in m.phases else f" {'-':>7}" for p in PHASES)
+        lines.append(row)
+    rounds = " ".join(f"{r:.2f}" for r in result.per_round)
+    verdict = "OK" if result.within_target else "ABOVE TARGET"
+    lines += [
+        "",
+        f"double-write / file-only = {result.double_over_file:.2f} (target <= {TARGET}): "
+        f"{verdict}; per round: {rounds}",
+    ]
+    return "\n".join(lines)
+
+
+def report_json(result: Result, facts: Mapping[str, object]) -> dict[str, Any]:
+    return {
+        **facts,
+        "modes": {
+            m.mode: {
+                "median_s": round(m.median_s, 3),
+                "wall_median_s": round(m.wall_median_s, 3),
+                "runs_s": [round(s, 3) for s in m.runs],
+                "records": m.records,
+                "records_per_s": round(m.records_per_s, 1),
+                "ratio_to_file_only": round(m.ratio, 3),
+                "phases_median_s": {p: round(t, 3) for p, t in m.phases.items()},
+            }
+            for m in result.modes
+        },
+        "double_over_file": round(result.double_over_file, 3),
+        "double_over_file_per_round": [round(r, 3) for r in result.per_round],
+        "target": TARGET,
+        "within_target": result.within_target,
+    }
+
+
+# -- the machine ----------------------------------------------------------------------------------
+
+
+def _java_version() -> str:
+    try:
+        out = subprocess.run(
+            ["java", "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    first = (out.stderr or out.stdout).strip().splitlines()
+    return first[0] if first else "unknown"
+
+
+def _memory() -> str:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return "unknown"
+
+
+def _kafka_version(started_here: bool) -> str:
+    if not started_here:
+        return "unknown (--bootstrap: an existing broker)"
+    from logstore_cli.jvm.deps import Classpath, resolved_jars
+
+    for jar in resolved_jars(Classpath.KAFKA) or []:
+        if jar.name.startswith("kafka_2.13-"):
+            return jar.name.removeprefix("kafka_2.13-").removesuffix(".jar")
+    return "unknown"
+
+
+def machine_facts(started_here: bool) -> dict[str, object]:
+    from importlib.metadata import version
+
+    import confluent_kafka
+
+    return {
+        "cpus": os.cpu_count(),
+        "memory": _memory(),
+        "python": platform.python_version(),
+        "java": _java_version(),
+        "spark": version("pyspark"),
+        "delta_spark": version("delta-spark"),
+        "kafka_broker": _kafka_version(started_here),
+        "confluent_kafka": f"{version('confluent-kafka')} (librdkafka {confluent_kafka.libversion()[0]})",
+    }
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+# -- the benchmark --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _broker(opts: Options, root: Path) -> Iterator[str]:
+    if opts.bootstrap is not None:
+        yield opts.bootstrap
+        return
+    from logstore_cli.kafka import local_broker
+
+    state = root / "broker-state"
+    info = local_broker.start(state)
+    try:
+        yield info.bootstrap
+    finally:
+        local_broker.stop(state)
+
+
+@contextlib.contextmanager
+def _spark(root: Path) -> Iterator[SparkSession]:
+    from logstore_cli.jobs.spark import SparkSettings, build_session
+
+    spark = build_session(
+        SparkSettings(
+            app_name="logstore bench_ingest",
+            work_dir=root / "spark",
+            # Spark's scratch space (shuffle, cached blocks) under the run's directory too
+            conf={"spark.local.dir": str(root / "spark-local")},
+        )
+    )
+    try:
+        yield spark
+    finally:
+        spark.stop()
+        _end_gateway()
+
+
+def _end_gateway() -> None:
+    """Stop the JVM PySpark started, so that its files can go with the temporary directory."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if gateway is None or proc is None:
+        return
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
+class _Interrupt:
+    """Ctrl-C once: stop after the epoch in flight, then end the run; twice: at once.
+
+    Replaces PySpark's own SIGINT handler, which calls into the JVM from the signal handler while
+    the main thread waits on it (a py4j error instead of a clean stop)."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self.say = say
+        self.requested = threading.Event()
+        self.previous: Any = None
+
+    def __enter__(self) -> _Interrupt:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested.is_set():
+            # py4j and PySpark log the calls this cuts short, with Java traces: not news here
+            logging.disable(logging.CRITICAL)
+            raise KeyboardInterrupt
+        self.requested.set()
+        self.say("stopping after the epoch in flight (Ctrl-C again to stop at once)")
+
+    def check(self) -> None:
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+
+
+class Bench:
+    """One Spark session, one warehouse, one broker: makes tables and times runs."""
+
+    def __init__(
+        self, spark: SparkSession, root: Path, bootstrap: str, opts: Options, stop: _Interrupt
+    ) -> None:
+        from logstore_cli import config as cfg
+
+        self.spark = spark
+        self.warehouse = root / "warehouse"
+        self.bootstrap = bootstrap
+        self.opts = opts
+        self.stop = stop
+        self.kafka = cfg.KafkaConfig(bootstrap_servers=bootstrap, timeout_s=KAFKA_TIMEOUT_S)
+        self.config = cfg.Config(warehouse=str(self.warehouse), kafka=self.kafka)
+        self.tables = 0
+        self.spec = self._spec("bench.spec", "bench-spec")  # the model of every bench table
+        self._records: dict[int, list[Encoded]] = {}
+
+    def _ddl(self, name: str, topic: str) -> str:
+        # log-store.enabled: changelog all-kinds, so every record (-U too) goes to the log
+        props = {
+            "log-store.enabled": "true",
+            "log-store.topic": topic,
+            "log-store.address": self.bootstrap,
+            "log.system.partitions": str(self.opts.partitions),
+        }
+        body = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
+        return f"CREATE TABLE {name} ({COLUMNS}, PRIMARY KEY (id) NOT ENFORCED) WITH ({body});"
+
+    def _spec(self, name: str, topic: str) -> TableSpec:
+        from logstore_cli.ddl import ParseOptions, parse_ddl
+
+        return parse_ddl(self._ddl(name, topic), "bench.sql", ParseOptions())[0]
+
+    def create_table(self) -> TableSpec:
+        from logstore_cli.provision import service
+        from logstore_cli.provision.delta_spark import SparkDeltaStore
+        from logstore_cli.provision.kafka_topics import KafkaTopicStore
+        from logstore_cli.provision.service import Stores
+
+        self.tables += 1
+        name, topic = f"bench.t{self.tables:03d}", f"bench-t{self.tables:03d}"
+        spec = self._spec(name, topic)
+        topics = KafkaTopicStore(self.kafka)
+        try:
+            spark = self.spark
+            stores = Stores(SparkDeltaStore(self.warehouse, lambda: spark), topics)
+            service.create_tables([spec], self.warehouse, stores)
+        finally:
+            topics.close()
+        return spec
+
+    def source(self, changes: int) -> GenerateSource:
+        from logstore_cli.ingest import plan
+
+        return plan.GenerateSource(1000, self.opts.keys, changes, UPDATE_RATIO, DELETE_RATIO, SEED)
+
+    def ingest(self, mode: str, changes: int, round_no: int) -> Run:
+        from logstore_cli.cli.context import Context
+        from logstore_cli.cli.ingest import build_job
+        from logstore_cli.jobs import ingest as job_api
+
+        spec = self.create_table()
+        job = build_job(
+            Context(self.config), spec.name, source="generate", format=None, source_options={},
+            source_bootstrap=None, generate=self.source(changes), op_column=None,
+            sequence_column=None, emit=EMIT[mode], trigger_s=job_api.DEFAULT_TRIGGER_S, once=True,
+            job="bench", checkpoint=None, lease_ttl_s=job_api.DEFAULT_LEASE_TTL_S, max_epochs=None,
+        )  # fmt: skip
+        reports: list[job_api.EpochReport] = []
+        ends: list[float] = []
+
+        def on_epoch(report: job_api.EpochReport) -> None:
+            reports.append(report)
+            ends.append(time.perf_counter())
+
+        lease = job_api.acquire_lease(job)
+        gc.collect()
+        t0 = time.perf_counter()
+        run = job_api.start(self.spark, job, lease, on_epoch=on_epoch)
+        summary = job_api.wait(run, stop=self.stop.requested.is_set)
+        self.stop.check()
+        wall = time.perf_counter() - t0
+        if not ends:
+            raise RuntimeError(f"{mode}: the job ran no epoch")
+        seconds = ends[-1] - t0
+        phases = {p: sum(r.phases.get(p, 0.0) for r in reports) for p in PHASES[:-1]}
+        phases = {p: t for p, t in phases.items() if any(p in r.phases for r in reports)}
+        phases["other"] = seconds - sum(phases.values())
+        expected = self.records(changes)
+        logged = sum(r.log_records for r in reports)
+        if summary.rows != len(expected) or (job.stores.log and logged != len(expected)):
+            raise RuntimeError(
+                f"{mode}: the job read {summary.rows} and logged {logged} records, "
+                f"expected {len(expected)}"
+            )
+        return Run(mode, round_no, seconds, wall, summary.rows, phases)
+
+    def records(self, changes: int) -> list[Encoded]:
+        """The log records of ``changes`` generated changes, encoded as the job encodes them."""
+        if changes not in self._records:
+            from logstore_cli.ingest import generate, plan
+            from logstore_cli.logformat.wire import EpochEncoder, EpochId, RowKind, RowSchema
+
+            spec = self.spec
+            encoder = EpochEncoder(RowSchema.of(spec), EpochId("w-" + "0" * 16, 0, "a-" + "0" * 12))
+            kinds = {k.value for k in plan.log_kinds(spec)}
+            self._records[changes] = [
+                (encoder.key(values), encoder.value(values), encoder.headers(RowKind(kind)))
+                for _, _, kind, values in generate.flat_records(
+                    self.source(changes), spec, 0, changes
+                )
+                if kind in kinds
+            ]
+        return self._records[changes]
+
+    def raw(self, changes: int, round_no: int) -> Run:
+        from confluent_kafka import Producer
+
+        from logstore_cli.kafka.admin import KafkaAdmin
+        from logstore_cli.kafka.producer import LogProducer
+
+        records = self.records(changes)
+        self.tables += 1
+        topic = f"bench-raw-{self.tables:03d}"
+        admin = KafkaAdmin(self.bootstrap, {}, timeout_s=KAFKA_TIMEOUT_S)
+        try:
+            admin.create_topic(topic, self.opts.partitions, 1)
+            conf = LogProducer.config_for(self.bootstrap, {}, timeout_s=KAFKA_TIMEOUT_S)
+            producer = Producer(conf)
+            producer.list_topics(topic, timeout=KAFKA_TIMEOUT_S)  # connected before the clock
+            produce: Callable[..., None] = producer.produce  # bound once: the hot loop
+            poll = producer.poll
+            gc.collect()
+            t0 = time.perf_counter()
+            for key, value, headers in records:
+                while True:
+                    try:
+                        produce(topic, value, key, headers=headers)
+                        break
+                    except BufferError:  # the client's queue is full: serve delivery reports
+                        poll(0.005)
+            left = producer.flush(KAFKA_TIMEOUT_S)
+            seconds = time.perf_counter() - t0
+            if left:
+                raise RuntimeError(f"raw producer: {left} records not delivered")
+            written = sum(admin.end_offsets(topic).values())
+            if written != len(records):
+                raise RuntimeError(f"raw producer: {written} records written of {len(records)}")
+        finally:
+            admin.close()
+        return Run(RAW, round_no, seconds, seconds, len(records), {})
+
+    def run(self, mode: str, changes: int, round_no: int) -> Run:
+        self.stop.check()
+        return self.raw(changes, round_no) if mode == RAW else self.ingest(mode, changes, round_no)
+
+
+def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str, object]]:
+    from logstore_cli.jobs.ingest import GENERATE_ONCE_BATCH
+
+    root = Path(tempfile.mkdtemp(prefix="logstore-bench-ingest-"))
+    loads = [_load()]
+    try:
+        with (
+            _broker(opts, root) as bootstrap,
+            _spark(root) as spark,
+            _Interrupt(say) as stop,  # after the Spark start, which installs its own handler
+        ):
+            bench = Bench(spark, root, bootstrap, opts, stop)
+            say(f"encoding the {opts.changes:,} changes for the raw producer (untimed) ...")
+            records = len(bench.records(opts.changes))
+            if opts.warmup:
+                say(f"warm-up: {opts.warmup:,} changes in each mode (untimed) ...")
+                for mode in MODES:
+                    bench.run(mode, opts.warmup, -1)
+            runs = []
+            for r in range(opts.rounds):
+                for mode in round_order(r):
+                    run = bench.run(mode, opts.changes, r)
+                    say(f"round {r + 1}/{opts.rounds} {mode}: {run.seconds:.2f} s")
+                    runs.append(run)
+                loads.append(_load())
+            facts = {
+                "changes": opts.changes,
+                "records": records,
+                "keys": opts.keys,
+                "partitions": opts.partitions,
+                "rounds": opts.rounds,
+                "changes_per_epoch": GENERATE_ONCE_BATCH,
+                "epochs_per_run": -(-opts.changes // GENERATE_ONCE_BATCH),
+                "broker": "started for the run" if opts.bootstrap is None else bootstrap,
+                **machine_facts(opts.bootstrap is None),
+                "load_average": " | ".join(loads),
+            }
+            return summarize(runs), facts
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    opts = parse_args(argv)
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    from logstore_cli.errors import LogstoreError
+
+    try:
+        result, facts = measure(opts, say)
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+    except LogstoreError as exc:
+        say(f"error: {exc}" + (f"\nhint: {exc.hint}" if exc.hint else ""))
+        return 1
+    except RuntimeError as exc:  # a run did not do all its work (see Bench)
+        say(f"error: {exc}")
+        return 1
+    if opts.json:
+        print(json.dumps(report_json(result, facts)))
+    else:
+        print(format_report(result, facts))
+    return 0 if result.within_target else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""scripts/bench_ingest.py's pure parts: options, medians and ratios, the report."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_ingest.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_ingest", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_ingest"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_options_default_and_refuse_bad_values(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    opts = bench.parse_args(["--changes", "5000", "--warmup", "9000", "--json"])
+    assert (opts.changes, opts.warmup, opts.json, opts.bootstrap) == (5000, 5000, True, None)
+    with pytest.raises(SystemExit) as exit_info:
+        bench.parse_args(["--rounds", "0"])
+    assert exit_info.value.code == 2
+    assert "--rounds: must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_medians_ratios_and_report(bench: ModuleType) -> None:
+    FILE, LOG, DOUBLE, RAW = bench.FILE, bench.LOG, bench.DOUBLE, bench.RAW
+    secs = {FILE: [10.0, 12.0, 11.0], LOG: [4.0, 5.0, 6.0], DOUBLE: [11.0, 15.0, 12.0],
+            RAW: [1.0, 1.0, 2.0]}  # fmt: skip
+    runs = [
+        bench.Run(mode, r, s, s + 0.5, 1000, {} if mode == RAW else {"delta": s / 2, "other": r})
+        for mode, times in secs.items()
+        for r, s in enumerate(times)
+    ]
+    result = bench.summarize(list(reversed(runs)))  # round order comes from the runs
+    by_mode = {m.mode: m for m in result.modes}
+    assert [m.mode for m in result.modes] == [FILE, LOG, DOUBLE, RAW]
+    assert by_mode[DOUBLE].median_s == 12.0 and by_mode[DOUBLE].wall_median_s == 12.5
+    assert result.double_over_file == pytest.approx(12.0 / 11.0)
+    assert result.per_round == pytest.approx((1.1, 1.25, 12.0 / 11.0))
+    assert by_mode[RAW].records_per_s == 1000.0 and by_mode[LOG].ratio == pytest.approx(5 / 11)
+    assert by_mode[FILE].phases == {"delta": 5.5, "other": 1} and by_mode[RAW].phases == {}
+    assert result.within_target
+
+    text = bench.format_report(result, {"changes": 1000})
+    assert text.startswith("changes: 1000\n")
+    assert "double-write / file-only = 1.09 (target <= 1.15): OK; per round: 1.10 1.25 1.09" in text
+    assert "raw producer" in text and "-" in text.splitlines()[-3]
+    data = json.loads(json.dumps(bench.report_json(result, {"changes": 1000})))
+    assert data["modes"][FILE]["runs_s"] == [10.0, 12.0, 11.0]
+    assert data["double_over_file"] == 1.091 and data["within_target"] is True
+
+
+def test_rounds_rotate_the_order(bench: ModuleType) -> None:
+    firsts = [bench.round_order(r)[0] for r in range(4)]
+    assert sorted(firsts) == sorted(bench.MODES)
+    assert all(sorted(bench.round_order(r)) == sorted(bench.MODES) for r in range(4))
