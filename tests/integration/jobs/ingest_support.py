@@ -53,8 +53,8 @@ class Change:
 
 
 def changes(n: int, keys: int, seed: int) -> list[Change]:
-    """A changelog of ``n`` changes over ``keys`` keys: inserts, -U/+U updates and deletes, each
-    valid against the state so far (a delete or update only of a live key)."""
+    """A changelog of exactly ``n`` records over ``keys`` keys: inserts, -U/+U updates and deletes,
+    each valid against the state so far (a delete or update only of a live key)."""
     rnd = random.Random(seed)
     live: dict[int, dict[str, Any]] = {}
     out: list[Change] = []
@@ -68,7 +68,8 @@ def changes(n: int, keys: int, seed: int) -> list[Change]:
         elif rnd.random() < 0.2:
             out.append(Change("-D", live.pop(k)))
         else:
-            out.append(Change("-U", live[k]))
+            if len(out) + 2 <= n:  # an update is -U then +U; the last change may be a lone +U
+                out.append(Change("-U", live[k]))
             out.append(Change("+U", new))
             live[k] = new
     return out
