@@ -690,6 +690,9 @@ def start(
     admin: KafkaAdmin | None = None
     try:
         lease.keep_alive(job.lease_ttl_s / 4)
+        # The source first: its checks are about the user's input (exit 2), before any broker.
+        stream = _open_stream(spark, job)
+        check_source_topic(job)
         writer = writer_id(job.checkpoint)
         if job.stores.log and job.kafka is not None:
             from logstore_cli.kafka.admin import KafkaAdmin
@@ -705,8 +708,6 @@ def start(
             markers.partition_count()  # the topic exists and the brokers answer, before Spark
             if job.stores.file:
                 republish_latest_markers(job.table_path, markers)
-        check_source_topic(job)
-        stream = _open_stream(spark, job)
         epoch_writer = EpochWriter(job, writer, lease, markers, admin, on_epoch)
         writer_stream = (
             stream.writeStream.queryName(f"logstore-ingest-{job.paths.job}")

@@ -82,15 +82,20 @@ def test_invalid_input_exits_2_naming_what(tmp_path: Path, kafka_bootstrap: str,
                                            topic_name: str) -> None:  # fmt: skip
     write_table(tmp_path / "wh", orders_ddl("shop.orders", topic_name, kafka_bootstrap))
     (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "a.csv").write_text("id,name,qty,price,kind\n1,a,1,1.00,+I\n")
+    (tmp_path / "in" / "a.csv").write_text("id,name,qty,price\n1,a,1,1.00\n")
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "extra" / "a.csv").write_text("id,name,qty,price,kind\n1,a,1,1.00,+I\n")
     cases = [
         (["--op-column", "change"], "change"),  # not in the CSV header
         (["--op-column", "qty"], "qty"),  # a table column
         (["--emit", "everything"], "emit"),
         (["--format", "xml"], "xml"),
+        (["--source", "extra"], "kind"),  # a column the table does not have
+        (["--source", "missing-dir"], "missing-dir"),
     ]
     for args, named in cases:
-        result = _run(tmp_path, "ingest", "shop.orders", "--source", "in", "--once", *args)
+        source = [] if "--source" in args else ["--source", "in"]
+        result = _run(tmp_path, "ingest", "shop.orders", *source, "--once", *args)
         assert result.returncode == 2, (args, result.stderr)
         assert named in result.stderr and "Traceback" not in result.stderr
 
