@@ -303,3 +303,56 @@ def test_the_writer_id_lives_in_the_checkpoint(tmp_path: Path) -> None:
     (tmp_path / "cp2" / "offsets" / "0").write_text("v1")
     with pytest.raises(InvalidInputError, match="no writer id"):
         job_api.writer_id(tmp_path / "cp2")
+
+
+def test_a_kafka_topic_of_json_changes_is_ingested_and_a_missing_one_refused(
+    spark: SparkSession, warehouse: Path, create: Callable[[str], None], kafka_bootstrap: str,
+    topic_name: str,
+) -> None:  # fmt: skip
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from logstore_cli.errors import TopicNotFoundError
+
+    create(orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=2))
+    source = f"{topic_name}-cdc"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(source, 2, 1)])[source].result(timeout=30)
+    log = changes(500, keys=40, seed=6)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for c in log:  # one source partition per key keeps a key's changes in order
+        producer.produce(source, json.dumps({**c.row, "op": c.op}).encode(), key=str(c.row["id"]))
+    assert producer.flush(30) == 0
+
+    reports = run(spark, warehouse, "shop.orders", f"kafka:{source}")
+
+    assert sum(r.rows for r in reports) == len(log)
+    path = warehouse / "shop" / "orders"
+    assert delta_state(path) == {k: normalized(v) for k, v in fold(log).items()}
+    check_protocol(
+        load_table(warehouse, "shop.orders").spec, path, read_log(kafka_bootstrap, topic_name)
+    )
+    with pytest.raises(TopicNotFoundError, match=f"{source}-missing"):
+        run(spark, warehouse, "shop.orders", f"kafka:{source}-missing", job="other")
+
+
+def test_generated_changes_once_in_several_epochs_equal_the_generators_state(
+    spark: SparkSession, warehouse: Path, create: Callable[[str], None], kafka_bootstrap: str,
+    topic_name: str,
+) -> None:  # fmt: skip
+    from logstore_cli.ingest import generate
+
+    create(orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=3))
+    source = plan.GenerateSource(rate=1000, keys=200, total=9_000, update_ratio=0.6,
+                                 delete_ratio=0.2, seed=11)  # fmt: skip
+    reports = run(spark, warehouse, "shop.orders", "generate", generate=source,
+                  source_options={"maxChangesPerBatch": "4000"})  # fmt: skip
+
+    assert [r.epoch for r in reports] == [0, 1, 2]  # 4000 + 4000 + 1000 changes
+    table = load_table(warehouse, "shop.orders").spec
+    expected = generate.expected_state(source, table, 9_000)
+    assert isinstance(expected, dict)
+    path = warehouse / "shop" / "orders"
+    assert delta_state(path) == {key[0]: normalized(row) for key, row in expected.items()}
+    counts = check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
+    assert counts["changes"] == sum(r.log_records for r in reports) > 9_000  # updates: -U and +U
