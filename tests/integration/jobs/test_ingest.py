@@ -258,19 +258,27 @@ def test_log_only_emit_commits_with_markers_and_no_delta_version(
                                      and m.epoch.attempt == reports[0].attempt for m in markers)  # fmt: skip
 
 
-def test_a_second_writer_is_refused_naming_the_holder(
+def test_a_second_writer_is_refused_naming_the_holder_until_its_lease_expires(
     spark: SparkSession, warehouse: Path, create: Callable[[str], None], kafka_bootstrap: str,
     topic_name: str, tmp_path: Path,
 ) -> None:  # fmt: skip
+    import time
+
+    from logstore_cli.catalog.lease import read_lease
+
     create(orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=1))
     write_files(tmp_path / "in", [changes(10, keys=5, seed=4)])
-    holder = Lease.acquire(warehouse / "shop" / "orders", "other-job", 30.0)
-    try:
-        with pytest.raises(LeaseHeldError, match="other-job"):
-            run(spark, warehouse, "shop.orders", str(tmp_path / "in"))
-    finally:
-        holder.release()
+    table_dir = warehouse / "shop" / "orders"
+    # a job on another machine that stopped renewing: it is waited out, not judged by pid
+    Lease.acquire(table_dir, "other-job", 3.0, host="elsewhere.example")
+    with pytest.raises(LeaseHeldError, match=r"other-job.*elsewhere\.example"):
+        run(spark, warehouse, "shop.orders", str(tmp_path / "in"))
+    deadline = time.monotonic() + 30
+    while not (held := read_lease(table_dir)) or not held.expired(time.time()):
+        assert time.monotonic() < deadline, "the lease did not expire"
+        time.sleep(0.2)  # polling the expiry, with a deadline
     assert run(spark, warehouse, "shop.orders", str(tmp_path / "in"))
+    assert read_lease(table_dir) is None  # released at the end
 
 
 def test_bad_input_is_refused_before_spark_runs(warehouse: Path, create: Callable[[str], None],
