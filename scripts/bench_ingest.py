@@ -5,8 +5,10 @@ confluent-kafka producer writing the same records to the same broker.
 Every mode ingests the same generated changes (``--source generate --total N --once``, seed 0, the
 job's default batch of ``GENERATE_ONCE_BATCH`` changes per epoch) into a fresh table with its own
 topic, through the job API in-process (``build_job``, ``acquire_lease``, ``start``, ``wait``) on one
-Spark session, warmed up first by an untimed small run of each mode. Rounds interleave the modes,
-in a rotated order, so that machine noise hits all alike.
+Spark session, warmed up first by an untimed run of each mode. The warm-up is a whole round by
+default: after a warm-up of 2 or 5 epochs per mode, the first timed run was still ~40% slower
+than the later ones, in every epoch (the JVM settles slowly on 2 busy cores). Rounds interleave the
+modes, in a rotated order, so that machine noise hits all alike.
 
 A mode's time runs from ``start()`` (the query runs from there) to the end of its last epoch; the
 wall time to ``wait()``'s return adds the driver loop's stop (it polls once a second). Table and
@@ -21,7 +23,7 @@ partitions: timed from the first produce until the flush is done.
 
 Without ``--bootstrap`` a single-node KRaft broker is started for the run. Everything the run
 creates (broker data, warehouse, Spark's files) lives in one temporary directory, removed at the
-end, also after an error or Ctrl-C.
+end, also after an error or Ctrl-C (once: after the epoch in flight; twice: at once; exit 130).
 
 Usage: .venv/bin/python scripts/bench_ingest.py [--changes N] [--keys K] [--rounds R]
        [--partitions P] [--warmup N] [--bootstrap HOST:PORT] [--json]
@@ -116,8 +118,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     ap.add_argument(
         "--warmup",
         type=_not_negative,
-        default=40_000,
-        help="changes of the untimed warm-up run of each mode (0: none; capped at --changes)",
+        default=None,
+        help="changes of the untimed warm-up run of each mode (default: --changes, a whole "
+        "untimed round; 0: none)",
     )
     ap.add_argument(
         "--bootstrap", help="an existing broker (default: start one for the run)", default=None
@@ -131,7 +134,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         keys=ns.keys,
         rounds=ns.rounds,
         partitions=ns.partitions,
-        warmup=min(ns.warmup, ns.changes),
+        warmup=ns.changes if ns.warmup is None else min(ns.warmup, ns.changes),
         bootstrap=ns.bootstrap,
         json=ns.json,
     )

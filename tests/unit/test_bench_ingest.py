@@ -26,8 +26,10 @@ def bench() -> ModuleType:
 def test_options_default_and_refuse_bad_values(
     bench: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    opts = bench.parse_args(["--changes", "5000", "--warmup", "9000", "--json"])
+    opts = bench.parse_args(["--changes", "5000", "--json"])
     assert (opts.changes, opts.warmup, opts.json, opts.bootstrap) == (5000, 5000, True, None)
+    assert bench.parse_args(["--changes", "5000", "--warmup", "9000"]).warmup == 5000
+    assert bench.parse_args(["--warmup", "0"]).warmup == 0
     with pytest.raises(SystemExit) as exit_info:
         bench.parse_args(["--rounds", "0"])
     assert exit_info.value.code == 2
