@@ -49,10 +49,8 @@ def _generate(
         raise InvalidInputError(f"--keys must be at least 1, got {keys}")
     if total is not None and total < 0:
         raise InvalidInputError(f"--total must be 0 or more, got {total}")
-    if _ratio(update, "--update-ratio") + _ratio(delete, "--delete-ratio") > 1.0:
-        raise InvalidInputError(
-            f"--update-ratio ({update}) and --delete-ratio ({delete}) add up to more than 1"
-        )
+    _ratio(update, "--update-ratio")
+    _ratio(delete, "--delete-ratio")
     return plan.GenerateSource(rate, keys, total, update, delete, seed)
 
 
@@ -311,13 +309,17 @@ def ingest(
     update_ratio: Annotated[
         float,
         typer.Option(
-            "--update-ratio", help="Share of updates (0-1).", rich_help_panel=GENERATE_PANEL
+            "--update-ratio",
+            help="Weight of updates (0-1) among the changes of existing rows: they are updated with odds u:d against a delete.",
+            rich_help_panel=GENERATE_PANEL,
         ),
     ] = 0.5,
     delete_ratio: Annotated[
         float,
         typer.Option(
-            "--delete-ratio", help="Share of deletes (0-1).", rich_help_panel=GENERATE_PANEL
+            "--delete-ratio",
+            help="Weight of deletes (0-1): an existing row is deleted with odds d:u; a deleted key is inserted again at its next change.",
+            rich_help_panel=GENERATE_PANEL,
         ),
     ] = 0.1,
     seed: Annotated[

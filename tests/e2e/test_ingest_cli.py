@@ -56,6 +56,16 @@ def test_json_events_per_epoch_and_exit_0_with_once(tmp_path: Path, kafka_bootst
     assert events[-1]["event"] == "done" and events[-1]["rows"] == len(log)
     assert "Traceback" not in result.stderr
 
+    # without --json and without a terminal: nothing on stdout, one plain line per epoch on stderr
+    write_files(tmp_path / "in", [changes(20, keys=5, seed=6)], start=2)
+    plain = _run(tmp_path, "ingest", "shop.orders", "--source", "in", "--once")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == ""
+    lines = [line for line in plain.stderr.splitlines() if line.startswith("epoch ")]
+    assert (
+        len(lines) == 1 and lines[0].startswith("epoch 2: 20 rows") and "\x1b" not in plain.stderr
+    )
+
 
 def test_a_missing_topic_and_an_unreachable_broker_fail_fast_with_exit_1(tmp_path: Path) -> None:
     port = free_port()
