@@ -35,9 +35,8 @@ EPOCH = EpochId("w-1", 7, "a-9")
 rows = st.tuples(
     st.integers(-(2**63), 2**63 - 1),
     st.text(min_size=1),
-    st.none() | st.decimals(min_value=-10**7, max_value=10**7, places=2, allow_nan=False),
-    st.none()
-    | st.datetimes(timezones=st.just(dt.UTC), min_value=dt.datetime(1970, 1, 2)),
+    st.none() | st.decimals(min_value=-(10**7), max_value=10**7, places=2, allow_nan=False),
+    st.none() | st.datetimes(timezones=st.just(dt.UTC), min_value=dt.datetime(1970, 1, 2)),
     st.none() | st.dictionaries(st.text(), st.integers(-(2**31), 2**31 - 1), max_size=3),
 )
 
