@@ -738,7 +738,10 @@ def wait(run: IngestRun, *, stop: Callable[[], bool], poll_s: int = 1) -> RunSum
     writer = run.writer
     try:
         while True:
-            if run.query.awaitTermination(poll_s):
+            try:
+                if run.query.awaitTermination(poll_s):
+                    break
+            except Exception:  # the query failed: _raise_failure says why, in our terms
                 break
             if stop():
                 _stop_after_epoch(run)
@@ -776,14 +779,20 @@ def _raise_failure(run: IngestRun) -> None:
         return
     if failure is not None and not isinstance(failure, EpochStopped):
         raise LogstoreError(
-            f"the ingest epoch failed: {type(failure).__name__}: {failure}",
+            f"the ingest epoch failed: {type(failure).__name__}: {_first_line(failure)}",
             hint="the job can be restarted: the epoch runs again and nothing is written twice",
         ) from failure
     if exc is not None:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         if "EpochStopped" in str(exc):
             return
         raise LogstoreError(
-            f"the ingest query failed: {message}",
+            f"the ingest query failed: {_first_line(exc)}",
             hint="the job can be restarted: the epoch runs again and nothing is written twice",
         )
+
+
+def _first_line(exc: BaseException, limit: int = 400) -> str:
+    """The gist of a Spark or Python error: its first line (Spark appends JVM stack traces)."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else repr(exc)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
