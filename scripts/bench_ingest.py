@@ -39,6 +39,7 @@ import json
 import logging
 import os
 import platform
+import resource
 import shutil
 import signal
 import statistics
@@ -63,6 +64,7 @@ FILE, LOG, DOUBLE, RAW = "file-only", "log-only", "double-write", "raw producer"
 EMIT = {FILE: "file", LOG: "log", DOUBLE: "file,log"}  # the job's --emit of each mode
 MODES = (FILE, LOG, DOUBLE, RAW)
 PHASES = ("read", "log", "delta", "markers", "other")
+CPU = ("driver", "spark", "broker")  # this process; Spark's JVM and its Python workers; the broker
 TARGET = 1.15  # issue 9: double-write at most 1.15x the file-only time
 COLUMNS = "id BIGINT, name STRING, qty INT, price DECIMAL(10,2)"
 UPDATE_RATIO, DELETE_RATIO, SEED = 0.5, 0.1, 0  # the CLI's defaults
@@ -154,6 +156,7 @@ class Run:
     wall: float  # to wait()'s return (raw: = seconds)
     records: int
     phases: Mapping[str, float]  # summed over the run's epochs; empty for the raw producer
+    cpu: Mapping[str, float]  # CPU seconds the run took, per process group of CPU
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,7 @@ class ModeResult:
     records_per_s: float
     ratio: float  # median_s / file-only's median_s
     phases: Mapping[str, float]  # median over the rounds of each phase's sum
+    cpu: Mapping[str, float]  # median over the rounds, per process group; "total" too
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,7 @@ def summarize(runs: Sequence[Run]) -> Result:
                 records_per_s=found[0].records / median if median > 0 else 0.0,
                 ratio=median / base if base > 0 else float("inf"),
                 phases={p: statistics.median(r.phases.get(p, 0.0) for r in found) for p in names},
+                cpu=_cpu_medians(found),
             )
         )
     file_by_round = {r.round_no: r.seconds for r in by_mode[FILE]}
@@ -216,8 +221,17 @@ def summarize(runs: Sequence[Run]) -> Result:
     return Result(tuple(results), double.ratio, per_round)
 
 
+def _cpu_medians(runs: Sequence[Run]) -> dict[str, float]:
+    names = [c for c in CPU if all(c in r.cpu for r in runs)]
+    if not names:
+        return {}
+    medians = {c: statistics.median(r.cpu[c] for r in runs) for c in names}
+    medians["total"] = statistics.median(sum(r.cpu[c] for c in names) for r in runs)
+    return medians
+
+
 def format_report(result: Result, facts: Mapping[str, object]) -> str:
-    """The table (one row per mode, phases in seconds) and the verdict line."""
+    """The table (one row per mode, phases in seconds), the CPU each mode took, the verdict."""
     lines = [f"{k}: {v}" for k, v in facts.items()]
     head = f"{'mode':14} {'median s':>9} {'wall s':>7} {'records/s':>10} {'x file':>7}"
     head += "".join(f" {p:>7}" for p in PHASES)
@@ -227,6 +241,10 @@ def format_report(result: Result, facts: Mapping[str, object]) -> str:
         row += f" {m.ratio:7.2f}"
         row += "".join(f" {m.phases[p]:7.2f}" if p in m.phases else f" {'-':>7}" for p in PHASES)
         lines.append(row)
+    lines += ["", f"{'CPU s per run':14}" + "".join(f" {c:>9}" for c in (*CPU, "total"))]
+    for m in result.modes:
+        cells = [f" {m.cpu[c]:9.2f}" if c in m.cpu else f" {'-':>9}" for c in (*CPU, "total")]
+        lines.append(f"{m.mode:14}" + "".join(cells))
     rounds = " ".join(f"{r:.2f}" for r in result.per_round)
     verdict = "OK" if result.within_target else "ABOVE TARGET"
     lines += [
@@ -249,6 +267,7 @@ def report_json(result: Result, facts: Mapping[str, object]) -> dict[str, Any]:
                 "records_per_s": round(m.records_per_s, 1),
                 "ratio_to_file_only": round(m.ratio, 3),
                 "phases_median_s": {p: round(t, 3) for p, t in m.phases.items()},
+                "cpu_median_s": {c: round(t, 3) for c, t in m.cpu.items()},
             }
             for m in result.modes
         },
@@ -315,20 +334,67 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+# -- CPU accounting -------------------------------------------------------------------------------
+
+
+def _processes() -> dict[int, tuple[int, float]]:
+    """pid -> (parent pid, CPU seconds of the process and of its children it reaped)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    table: dict[int, tuple[int, float]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = Path(entry.path, "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        fields = text[text.rfind(")") + 2 :].split()  # the name may hold spaces and parentheses
+        # from field 3 (state): ppid is field 4, utime/stime/cutime/cstime fields 14-17
+        table[int(entry.name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / tick)
+    return table
+
+
+def cpu_snapshot(roots: Mapping[str, int | None]) -> dict[str, float]:
+    """CPU seconds so far of this process (``driver``) and of each root's process tree."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    found = {"driver": usage.ru_utime + usage.ru_stime}
+    if not Path("/proc/self/stat").exists():
+        return found
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    for name, root in roots.items():
+        if root is None or root not in table:
+            continue
+        total, stack = 0.0, [root]
+        while stack:
+            pid = stack.pop()
+            total += table[pid][1]
+            stack += children.get(pid, [])
+        found[name] = total
+    return found
+
+
+def cpu_used(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    return {k: after[k] - before[k] for k in before if k in after}
+
+
 # -- the benchmark --------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
-def _broker(opts: Options, root: Path) -> Iterator[str]:
+def _broker(opts: Options, root: Path) -> Iterator[tuple[str, int | None]]:
+    """The bootstrap servers, and the broker's pid when started here."""
     if opts.bootstrap is not None:
-        yield opts.bootstrap
+        yield opts.bootstrap, None
         return
     from logstore_cli.kafka import local_broker
 
     state = root / "broker-state"
     info = local_broker.start(state)
     try:
-        yield info.bootstrap
+        yield info.bootstrap, info.pid
     finally:
         local_broker.stop(state)
 
@@ -409,8 +475,16 @@ class Bench:
     """One Spark session, one warehouse, one broker: makes tables and times runs."""
 
     def __init__(
-        self, spark: SparkSession, root: Path, bootstrap: str, opts: Options, stop: _Interrupt
+        self,
+        spark: SparkSession,
+        root: Path,
+        bootstrap: str,
+        opts: Options,
+        stop: _Interrupt,
+        broker_pid: int | None,
     ) -> None:
+        from pyspark import SparkContext
+
         from logstore_cli import config as cfg
 
         self.spark = spark
@@ -418,6 +492,8 @@ class Bench:
         self.bootstrap = bootstrap
         self.opts = opts
         self.stop = stop
+        jvm = getattr(SparkContext._gateway, "proc", None)  # the JVM PySpark launched
+        self.cpu_roots = {"spark": getattr(jvm, "pid", None), "broker": broker_pid}
         self.kafka = cfg.KafkaConfig(bootstrap_servers=bootstrap, timeout_s=KAFKA_TIMEOUT_S)
         self.config = cfg.Config(warehouse=str(self.warehouse), kafka=self.kafka)
         self.tables = 0
@@ -484,11 +560,13 @@ class Bench:
 
         lease = job_api.acquire_lease(job)
         gc.collect()
+        cpu0 = cpu_snapshot(self.cpu_roots)
         t0 = time.perf_counter()
         run = job_api.start(self.spark, job, lease, on_epoch=on_epoch)
         summary = job_api.wait(run, stop=self.stop.requested.is_set)
         self.stop.check()
         wall = time.perf_counter() - t0
+        cpu = cpu_used(cpu0, cpu_snapshot(self.cpu_roots))
         if not ends:
             raise RuntimeError(f"{mode}: the job ran no epoch")
         seconds = ends[-1] - t0
@@ -502,7 +580,7 @@ class Bench:
                 f"{mode}: the job read {summary.rows} and logged {logged} records, "
                 f"expected {len(expected)}"
             )
-        return Run(mode, round_no, seconds, wall, summary.rows, phases)
+        return Run(mode, round_no, seconds, wall, summary.rows, phases, cpu)
 
     def records(self, changes: int) -> list[Encoded]:
         """The log records of ``changes`` generated changes, encoded as the job encodes them."""
@@ -540,6 +618,7 @@ class Bench:
             produce: Callable[..., None] = producer.produce  # bound once: the hot loop
             poll = producer.poll
             gc.collect()
+            cpu0 = cpu_snapshot(self.cpu_roots)
             t0 = time.perf_counter()
             for key, value, headers in records:
                 while True:
@@ -550,6 +629,7 @@ class Bench:
                         poll(0.005)
             left = producer.flush(KAFKA_TIMEOUT_S)
             seconds = time.perf_counter() - t0
+            cpu = cpu_used(cpu0, cpu_snapshot(self.cpu_roots))
             if left:
                 raise RuntimeError(f"raw producer: {left} records not delivered")
             written = sum(admin.end_offsets(topic).values())
@@ -557,7 +637,7 @@ class Bench:
                 raise RuntimeError(f"raw producer: {written} records written of {len(records)}")
         finally:
             admin.close()
-        return Run(RAW, round_no, seconds, seconds, len(records), {})
+        return Run(RAW, round_no, seconds, seconds, len(records), {}, cpu)
 
     def run(self, mode: str, changes: int, round_no: int) -> Run:
         self.stop.check()
@@ -571,11 +651,11 @@ def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str
     loads = [_load()]
     try:
         with (
-            _broker(opts, root) as bootstrap,
+            _broker(opts, root) as (bootstrap, broker_pid),
             _spark(root) as spark,
             _Interrupt(say) as stop,  # after the Spark start, which installs its own handler
         ):
-            bench = Bench(spark, root, bootstrap, opts, stop)
+            bench = Bench(spark, root, bootstrap, opts, stop, broker_pid)
             say(f"encoding the {opts.changes:,} changes for the raw producer (untimed) ...")
             records = len(bench.records(opts.changes))
             if opts.warmup:

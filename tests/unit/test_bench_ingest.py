@@ -40,8 +40,17 @@ def test_medians_ratios_and_report(bench: ModuleType) -> None:
     FILE, LOG, DOUBLE, RAW = bench.FILE, bench.LOG, bench.DOUBLE, bench.RAW
     secs = {FILE: [10.0, 12.0, 11.0], LOG: [4.0, 5.0, 6.0], DOUBLE: [11.0, 15.0, 12.0],
             RAW: [1.0, 1.0, 2.0]}  # fmt: skip
+    cpu = {"driver": 1.0, "spark": 2.0}  # no broker started: its column stays empty
     runs = [
-        bench.Run(mode, r, s, s + 0.5, 1000, {} if mode == RAW else {"delta": s / 2, "other": r})
+        bench.Run(
+            mode,
+            r,
+            s,
+            s + 0.5,
+            1000,
+            {} if mode == RAW else {"delta": s / 2, "other": r},
+            {**cpu, "spark": 2.0 * r},
+        )
         for mode, times in secs.items()
         for r, s in enumerate(times)
     ]
@@ -53,12 +62,16 @@ def test_medians_ratios_and_report(bench: ModuleType) -> None:
     assert result.per_round == pytest.approx((1.1, 1.25, 12.0 / 11.0))
     assert by_mode[RAW].records_per_s == 1000.0 and by_mode[LOG].ratio == pytest.approx(5 / 11)
     assert by_mode[FILE].phases == {"delta": 5.5, "other": 1} and by_mode[RAW].phases == {}
+    assert by_mode[LOG].cpu == {"driver": 1.0, "spark": 2.0, "total": 3.0}
     assert result.within_target
 
     text = bench.format_report(result, {"changes": 1000})
     assert text.startswith("changes: 1000\n")
     assert "double-write / file-only = 1.09 (target <= 1.15): OK; per round: 1.10 1.25 1.09" in text
-    assert "raw producer" in text and "-" in text.splitlines()[-3]
+    lines = text.splitlines()
+    raw_row = lines[lines.index("") + 5].split()  # facts, blank, heading, four modes
+    assert raw_row == ["raw", "producer", "1.00", "1.50", "1,000", "0.09", *["-"] * 5]
+    assert lines[-3].split() == ["raw", "producer", "1.00", "2.00", "-", "3.00"]
     data = json.loads(json.dumps(bench.report_json(result, {"changes": 1000})))
     assert data["modes"][FILE]["runs_s"] == [10.0, 12.0, 11.0]
     assert data["double_over_file"] == 1.091 and data["within_target"] is True
