@@ -36,28 +36,25 @@ import argparse
 import contextlib
 import gc
 import json
-import logging
 import os
 import platform
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from logstore_cli.ingest.plan import GenerateSource
+    from logstore_cli.jobs.ingest import StopOnSigint
     from logstore_cli.model import TableSpec
 
 FILE, LOG, DOUBLE, RAW = "file-only", "log-only", "double-write", "raw producer"
@@ -443,39 +440,6 @@ def _end_gateway() -> None:
     SparkContext._jvm = None
 
 
-class _Interrupt:
-    """Ctrl-C once: stop after the epoch in flight, then end the run; twice: at once.
-
-    Replaces PySpark's own SIGINT handler, which calls into the JVM from the signal handler while
-    the main thread waits on it (a py4j error instead of a clean stop)."""
-
-    def __init__(self, say: Callable[[str], None]) -> None:
-        self.say = say
-        self.requested = threading.Event()
-        self.previous: Any = None
-
-    def __enter__(self) -> _Interrupt:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested.is_set():
-            # py4j and PySpark log the calls this cuts short, with Java traces: not news here
-            logging.disable(logging.CRITICAL)
-            raise KeyboardInterrupt
-        self.requested.set()
-        self.say("stopping after the epoch in flight (Ctrl-C again to stop at once)")
-
-    def check(self) -> None:
-        if self.requested.is_set():
-            raise KeyboardInterrupt
-
-
 class Bench:
     """One Spark session, one warehouse, one broker: makes tables and times runs."""
 
@@ -485,7 +449,7 @@ class Bench:
         root: Path,
         bootstrap: str,
         opts: Options,
-        stop: _Interrupt,
+        stop: StopOnSigint,
         broker_pid: int | None,
     ) -> None:
         from pyspark import SparkContext
@@ -650,7 +614,7 @@ class Bench:
 
 
 def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str, object]]:
-    from logstore_cli.jobs.ingest import GENERATE_ONCE_BATCH
+    from logstore_cli.jobs.ingest import GENERATE_ONCE_BATCH, StopOnSigint
 
     root = Path(tempfile.mkdtemp(prefix="logstore-bench-ingest-"))
     loads = [_load()]
@@ -658,7 +622,8 @@ def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str
         with (
             _broker(opts, root) as (bootstrap, broker_pid),
             _spark(root) as spark,
-            _Interrupt(say) as stop,  # after the Spark start, which installs its own handler
+            # after the Spark start, which installs its own handler
+            StopOnSigint(say, quiet_second=True) as stop,
         ):
             bench = Bench(spark, root, bootstrap, opts, stop, broker_pid)
             say(f"encoding the {opts.changes:,} changes for the raw producer (untimed) ...")

@@ -8,12 +8,10 @@ second Ctrl-C stops at once (the epoch in flight runs again when the job restart
 from __future__ import annotations
 
 import shlex
-import signal
 import sys
 import threading
 import time
-from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.live import Live
@@ -202,30 +200,6 @@ def _epoch_line(r: EpochReport, quarantined_total: int) -> str:
         f"epoch {r.epoch}: {what}; Delta v{version}; log end offsets {offsets}; "
         f"quarantined {r.quarantined} (total {quarantined_total})"
     )
-
-
-class _StopOnSigint:
-    """Ctrl-C once: stop after the epoch in flight. Twice: stop now (KeyboardInterrupt)."""
-
-    def __init__(self, out: Output) -> None:
-        self.out = out
-        self.requested = threading.Event()
-        self.previous: Any = None
-
-    def __enter__(self) -> _StopOnSigint:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested.is_set():
-            raise KeyboardInterrupt
-        self.requested.set()
-        self.out.warning("stopping after the epoch in flight (Ctrl-C again to stop at once)")
 
 
 def spark_submit_command(job: IngestJob, ctx: Context, argv: list[str]) -> list[str]:
@@ -451,7 +425,7 @@ def _run(ctx: Context, out: Output, table: str, job: IngestJob) -> RunSummary:
     except BaseException:
         lease.release()
         raise
-    with Progress(out, table, job) as progress, _StopOnSigint(out) as stopper:
+    with Progress(out, table, job) as progress, ingest_job.StopOnSigint(out.warning) as stopper:
         run = ingest_job.start(
             spark, job, lease, on_epoch=progress.epoch, on_start=progress.started_as
         )

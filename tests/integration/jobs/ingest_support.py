@@ -12,12 +12,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, TopicPartition
 from deltalake import DeltaTable
 
+from logstore_cli import config as cfg
 from logstore_cli.catalog import epochs
+from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.logformat.consistency import decide_partitions
 from logstore_cli.logformat.wire import (
     HEADERS,
@@ -28,8 +30,27 @@ from logstore_cli.logformat.wire import (
     decode,
 )
 from logstore_cli.model import TableSpec
+from logstore_cli.provision import service
+from logstore_cli.provision.delta_spark import SparkDeltaStore
+from logstore_cli.provision.kafka_topics import KafkaTopicStore
+from logstore_cli.provision.service import Stores
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 COLUMNS = "id BIGINT, name STRING, qty INT, price DECIMAL(10,2)"
+
+
+def create_table(spark: SparkSession, warehouse: Path, ddl: str) -> None:
+    """Provision the tables of ``ddl`` as create-table does (real Delta and Kafka stores)."""
+    topics = KafkaTopicStore(cfg.KafkaConfig(timeout_s=15))
+    try:
+        specs = parse_ddl(ddl, "t.sql", ParseOptions())
+        service.create_tables(
+            specs, warehouse, Stores(SparkDeltaStore(warehouse, lambda: spark), topics)
+        )
+    finally:
+        topics.close()
 
 
 def orders_ddl(table: str, topic: str, bootstrap: str, *, partitions: int = 3, key: bool = True,

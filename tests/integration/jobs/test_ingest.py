@@ -16,20 +16,16 @@ from logstore_cli.catalog.lease import Lease, LeaseHeldError
 from logstore_cli.catalog.tables import load_table
 from logstore_cli.cli.context import Context
 from logstore_cli.cli.ingest import build_job
-from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.ingest import plan
 from logstore_cli.jobs import ingest as job_api
 from logstore_cli.logformat.wire import CommitMarker, RowKind, decode
-from logstore_cli.provision import service
-from logstore_cli.provision.delta_spark import SparkDeltaStore
-from logstore_cli.provision.kafka_topics import KafkaTopicStore
-from logstore_cli.provision.service import Stores
 
 from .ingest_support import (
     Change,
     changes,
     check_protocol,
+    create_table,
     delta_state,
     fold,
     normalized,
@@ -46,17 +42,7 @@ def warehouse(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def create(spark: SparkSession, warehouse: Path) -> Callable[[str], None]:
-    def make(ddl: str) -> None:
-        topics = KafkaTopicStore(cfg.KafkaConfig(timeout_s=15))
-        try:
-            specs = parse_ddl(ddl, "t.sql", ParseOptions())
-            service.create_tables(
-                specs, warehouse, Stores(SparkDeltaStore(warehouse, lambda: spark), topics)
-            )
-        finally:
-            topics.close()
-
-    return make
+    return lambda ddl: create_table(spark, warehouse, ddl)
 
 
 def run(

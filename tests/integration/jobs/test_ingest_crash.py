@@ -20,20 +20,15 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from logstore_cli import config as cfg
 from logstore_cli.catalog import epochs
 from logstore_cli.catalog.tables import load_table
-from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.jobs.ingest import CRASH_POINTS, KILL_AT_ENV
 from logstore_cli.logformat.wire import decode
-from logstore_cli.provision import service
-from logstore_cli.provision.delta_spark import SparkDeltaStore
-from logstore_cli.provision.kafka_topics import KafkaTopicStore
-from logstore_cli.provision.service import Stores
 
 from .ingest_support import (
     changes,
     check_protocol,
+    create_table,
     delta_state,
     fold,
     normalized,
@@ -46,17 +41,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.crash]
 
 FILES, PER_FILE = 3, 250
 KILLED = -signal.SIGKILL
-
-
-def _create(spark: SparkSession, warehouse: Path, ddl: str) -> None:
-    topics = KafkaTopicStore(cfg.KafkaConfig(timeout_s=15))
-    try:
-        specs = parse_ddl(ddl, "t.sql", ParseOptions())
-        service.create_tables(
-            specs, warehouse, Stores(SparkDeltaStore(warehouse, lambda: spark), topics)
-        )
-    finally:
-        topics.close()
 
 
 def _ingest(
@@ -119,7 +103,7 @@ def setup(
 ) -> Callable[[int], tuple[Path, Path, dict[int, dict[str, object]]]]:
     def make(seed: int, files: int = FILES) -> tuple[Path, Path, dict[int, dict[str, object]]]:
         warehouse = tmp_path / "warehouse"
-        _create(
+        create_table(
             spark, warehouse, orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=3)
         )
         log = changes(files * PER_FILE, keys=120, seed=seed)
