@@ -22,8 +22,9 @@ ALLOWED: dict[str, set[str]] = {
     "kafka": {"errors", "model", "paths", "jvm"},
     "catalog": {"errors", "model", "names", "ddl", "kafka", "logformat", "ingest"},
     "provision": {"errors", "model", "names", "ddl", "kafka", "catalog", "config"},
+    "read": {"errors", "model", "names", "logformat", "kafka", "catalog"},
     "jobs": {"errors", "model", "names", "ddl", "kafka", "catalog", "config", "paths", "jvm",
-             "logformat", "provision", "ingest"},
+             "logformat", "provision", "ingest", "read"},
 }  # fmt: skip
 TOP = {"__init__", "__main__", "cli", *ALLOWED}
 
