@@ -34,7 +34,7 @@ _SNAPSHOT: Final = re.compile(r"snapshot(?::(0|[1-9][0-9]{0,18}))?")
 _START_HINT = "use --from earliest, latest, timestamp:<epoch millis> or snapshot[:<Delta version>]"
 
 
-def _choice(value: str, valid: Iterable[str], flag: str) -> str:
+def choice(value: str, valid: Iterable[str], flag: str) -> str:
     options = tuple(valid)
     if value not in options:
         raise InvalidInputError(
@@ -103,7 +103,7 @@ def resolve_level(log: LogStoreSpec, *, consistent: bool, consistency: str | Non
             "--consistency names one",
         )
     if consistency is not None:
-        return _choice(consistency, LEVELS, "--consistency")  # type: ignore[return-value]
+        return choice(consistency, LEVELS, "--consistency")  # type: ignore[return-value]
     configured = Consistency(log.consistency)
     if consistent and configured is Consistency.NONE:
         return "committed"
@@ -113,7 +113,7 @@ def resolve_level(log: LogStoreSpec, *, consistent: bool, consistency: str | Non
 def check_changelog(mode: str, level: Level) -> Changelog:
     """``--changelog-mode``; ``append-only`` keeps inserts only, so it cannot show ``eventual``'s
     retractions (a retraction of an insert is a delete)."""
-    _choice(mode, CHANGELOG_MODES, "--changelog-mode")
+    choice(mode, CHANGELOG_MODES, "--changelog-mode")
     if mode == "append-only" and level == "eventual":
         raise InvalidInputError(
             "--changelog-mode append-only cannot be combined with the eventual read level",

@@ -1,0 +1,39 @@
+"""A Delta snapshot's rows read with delta-rs (no JVM): the first half of a hybrid read by the
+consumer engine, and what ``verify`` compares the log with.
+
+Rows come in Arrow batches (``to_pyarrow_dataset``), so a large table is never held whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from logstore_cli.errors import LogstoreError
+
+_BATCH_ROWS = 8192
+
+
+def snapshot_batches(
+    table: Path, version: int | None = None, columns: list[str] | None = None
+) -> Iterator[list[dict[str, Any]]]:
+    """The rows of the table at ``version`` (None: the latest), in batches of Python dicts."""
+    from deltalake import DeltaTable
+
+    try:
+        dt = DeltaTable(str(table), version=version)
+        dataset = dt.to_pyarrow_dataset()
+        scanner = dataset.scanner(columns=columns, batch_size=_BATCH_ROWS)
+        for batch in scanner.to_batches():
+            if batch.num_rows:
+                yield batch.to_pylist()
+    except LogstoreError:
+        raise
+    except Exception as exc:  # delta-rs and pyarrow raise their own error types
+        at = "its latest version" if version is None else f"version {version}"
+        raise LogstoreError(
+            f"cannot read the Delta table at {table} ({at}): {exc}",
+            hint="check that the version exists (logstore status shows the latest) and that the "
+            "table's files are readable by this user",
+        ) from exc

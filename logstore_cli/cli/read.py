@@ -1,0 +1,365 @@
+"""``logstore read``: a table's Delta snapshot or changes (``--mode file``), or its log at a read
+level (``--mode log``), to a terminal table, JSON lines, or a Delta / Parquet path.
+
+Data goes to stdout (or the path); messages to stderr only. Engines: ``consumer`` reads the log
+with confluent-kafka in this process (no JVM: starts in well under a second, shows a record
+within milliseconds of its commit); ``spark`` runs the read as a PySpark job (the file mode, and
+writing a path). ``auto`` picks the consumer for a log read to stdout, Spark otherwise.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Mapping
+from types import FrameType
+from typing import IO, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from logstore_cli.cli.context import make_context
+from logstore_cli.cli.options import JsonOpt, config_options
+from logstore_cli.cli.output import Output, key_value_table
+from logstore_cli.cli.tables import TableArg
+from logstore_cli.config import Overrides, Uses
+from logstore_cli.logformat.wire import RowKind, RowSchema
+from logstore_cli.read import plan
+from logstore_cli.read.service import ReadRequest, ReadSummary, build_request
+
+LOG_PANEL = "Log reads (--mode log)"
+FILE_PANEL = "Delta reads (--mode file)"
+OUT_PANEL = "Output"
+
+# A terminal table holds at most this many rows unless --limit says otherwise.
+TABLE_ROWS = 1000
+_KIND_STYLE = {"+I": "green", "+U": "cyan", "-U": "yellow", "-D": "red"}
+
+
+class JsonLines:
+    """One JSON object per change on a text stream (stdout): ``{"kind", "row", ...metadata}``."""
+
+    def __init__(self, schema: RowSchema, stream: IO[str]) -> None:
+        self.schema = schema
+        self.stream = stream
+
+    def change(self, kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+        self.stream.write(plan.change_json(kind, row, self.schema, meta=meta) + "\n")
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+class TerminalTable:
+    """A Rich table of the changes, printed when the read ends (bounded reads); a following read
+    prints one styled line per change as it comes instead."""
+
+    def __init__(self, schema: RowSchema, console: Console, *, follow: bool, cap: int) -> None:
+        self.schema = schema
+        self.console = console
+        self.follow = follow
+        self.cap = cap
+        self.rows: list[tuple[str, list[str], str]] = []
+        self.dropped = 0
+
+    def change(self, kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+        cells = [_cell(row, name) for name in self.schema.names]
+        where = _where(meta)
+        if self.follow:
+            line = Text.assemble((f"{kind.value:<3}", _KIND_STYLE.get(kind.value, "")), " ")
+            line.append(
+                "  ".join(f"{n}={c}" for n, c in zip(self.schema.names, cells, strict=True))
+            )
+            if where:
+                line.append(f"  {where}", style="dim")
+            self.console.print(line, soft_wrap=True)
+        elif len(self.rows) < self.cap:
+            self.rows.append((kind.value, cells, where))
+        else:
+            self.dropped += 1
+
+    def flush(self) -> None:
+        if not self.follow:
+            return
+
+    def render(self, title: str) -> None:
+        if self.follow:
+            return
+        table = Table(title=Text(title), title_justify="left")
+        table.add_column("kind", no_wrap=True)
+        for name in self.schema.names:
+            table.add_column(Text(name), overflow="fold")
+        table.add_column("at", style="dim", no_wrap=True)
+        for kind, cells, where in self.rows:
+            table.add_row(Text(kind, _KIND_STYLE.get(kind, "")), *map(Text, cells), Text(where))
+        self.console.print(table)
+
+
+def _cell(row: Mapping[str, Any], name: str) -> str:
+    if name not in row:
+        return ""  # a -D's row image may hold only the key
+    value = row[name]
+    return "null" if value is None else str(value)
+
+
+def _where(meta: Mapping[str, Any]) -> str:
+    if "partition" in meta:
+        text = f"p{meta['partition']}@{meta['offset']}"
+        return text + (" retraction" if meta.get("retraction") else "")
+    if "version" in meta:
+        return f"v{meta['version']}"
+    return ""
+
+
+class StopOnCtrlC:
+    """Ctrl-C once: the read stops at the next batch boundary (its checkpoint saved). Twice: at
+    once (KeyboardInterrupt)."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self.requested = threading.Event()
+        self.previous: Any = None
+
+    def __enter__(self) -> StopOnCtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+        self.requested.set()
+        self.out.warning("stopping the read (Ctrl-C again to stop at once)")
+
+
+@config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
+def read(
+    table: TableArg,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            help="file: the Delta table; log: the Kafka log (default: the table's "
+            "log-store read mode, file when it has none).",
+        ),
+    ] = None,
+    consistent: Annotated[
+        bool,
+        typer.Option(
+            "--consistent",
+            help="Read the log at the table's consistency, committed when that is none.",
+            rich_help_panel=LOG_PANEL,
+        ),
+    ] = False,
+    consistency: Annotated[
+        str | None,
+        typer.Option(
+            "--consistency",
+            help="committed (only what Delta committed), eventual (at once; a failed attempt "
+            "retracted), none (at once, as written). Default: the table's.",
+            rich_help_panel=LOG_PANEL,
+        ),
+    ] = None,
+    changelog_mode: Annotated[
+        str,
+        typer.Option(
+            "--changelog-mode",
+            help="all-kinds (+I -U +U -D) or append-only (inserts only).",
+            rich_help_panel=LOG_PANEL,
+        ),
+    ] = "all-kinds",
+    from_: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="earliest, latest, timestamp:MS, or snapshot[:VERSION] (the Delta snapshot, "
+            "then the log after it). Default: earliest; with --follow the table's startup mode.",
+            rich_help_panel=LOG_PANEL,
+        ),
+    ] = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="Keep reading new records until Ctrl-C.",
+            rich_help_panel=LOG_PANEL,
+        ),
+    ] = False,
+    checkpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--checkpoint",
+            help="Resume from (and save progress to) this file (consumer engine) or directory "
+            "(spark engine).",
+            rich_help_panel=LOG_PANEL,
+        ),
+    ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="consumer (confluent-kafka, no JVM), spark, or auto: the consumer for a log read "
+            "to stdout, Spark otherwise.",
+            rich_help_panel=LOG_PANEL,
+        ),
+    ] = "auto",
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="A Delta version or timestamp: the snapshot then; with --changes the first "
+            "version whose changes are shown.",
+            rich_help_panel=FILE_PANEL,
+        ),
+    ] = None,
+    changes: Annotated[
+        bool,
+        typer.Option(
+            "--changes",
+            help="The table's changes (Change Data Feed) instead of its snapshot.",
+            rich_help_panel=FILE_PANEL,
+        ),
+    ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", help="Stop after this many rows.", rich_help_panel=OUT_PANEL),
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="table, jsonl, delta:PATH, parquet:PATH or PATH (.parquet: Parquet, else "
+            "Delta). Default: a table on a terminal, JSON lines otherwise.",
+            rich_help_panel=OUT_PANEL,
+        ),
+    ] = None,
+    json_: JsonOpt = False,
+    *,
+    overrides: Overrides,
+) -> None:
+    """Read a table: its Delta snapshot or changes, or its log at a consistency level."""
+    ctx = make_context(overrides)
+    out = Output(json_mode=json_)
+    target = plan.parse_output(
+        output if output is not None or not json_ else "jsonl",
+        stdout_is_terminal=out.out.is_terminal,
+    )
+    stored = ctx.load_table(table)
+    client: dict[str, str] = dict(ctx.config.kafka.client)
+    if stored.spec.log_store is not None:
+        client.update(stored.spec.log_store.client_properties)
+    req = build_request(
+        stored, mode=mode, engine=engine, output=target, consistent=consistent,
+        consistency=consistency, changelog=changelog_mode, start=from_, follow=follow,
+        limit=limit, checkpoint=checkpoint, as_of=as_of, changes=changes,
+        bootstrap=None, client_properties=client, timeout_s=ctx.config.kafka.timeout_s,
+    )  # fmt: skip
+    cap = limit if limit is not None else TABLE_ROWS
+    sink: JsonLines | TerminalTable | None = None
+    if target.kind == "jsonl":
+        sink = JsonLines(req.schema, sys.stdout)
+    elif target.kind == "table":
+        sink = TerminalTable(req.schema, out.out, follow=req.follow, cap=cap)
+    _describe_start(out, req)
+    with StopOnCtrlC(out) as stopper:
+        try:
+            summary = _run(ctx, out, req, sink, stopper.requested.is_set)
+        except BrokenPipeError:
+            # The reader of stdout went away (e.g. `| head`): not an error of the read.
+            _silence_stdout()
+            return
+    if isinstance(sink, TerminalTable):
+        sink.render(f"{req.name} ({_what(req)})")
+        if sink.dropped:
+            out.warning(
+                f"showing the first {len(sink.rows):,} of {summary.rows:,} rows: use --limit, "
+                "or --output jsonl for all of them"
+            )
+    _finish(out, req, summary, json_)
+    if stopper.requested.is_set():
+        interrupt = KeyboardInterrupt()
+        interrupt.add_note(
+            "stopped"
+            + (f"; progress saved in {req.checkpoint}" if req.checkpoint is not None else "")
+        )
+        raise interrupt
+
+
+def _run(ctx: Any, out: Output, req: ReadRequest, sink: Any, stop: Any) -> ReadSummary:
+    if req.engine == "consumer":
+        from logstore_cli.read.service import read_with_consumer
+
+        return read_with_consumer(req, sink, stop=stop)
+    from logstore_cli.jobs import read as read_job
+    from logstore_cli.jobs.spark import SparkSettings, build_session
+
+    with out.status("starting Spark …"):
+        spark = build_session(
+            SparkSettings(
+                master=ctx.config.spark.master,
+                conf=ctx.config.spark.conf,
+                app_name=f"logstore read {req.name}",
+            )
+        )
+    return read_job.run(spark, req, sink, stop=stop)
+
+
+def _what(req: ReadRequest) -> str:
+    if req.mode == "file":
+        at = f" as of {req.as_of}" if req.as_of is not None else ""
+        return ("Delta changes" if req.changes else "Delta snapshot") + at
+    assert req.start is not None
+    return f"log, {req.level}, from {req.start.describe()}" + (", following" if req.follow else "")
+
+
+def _describe_start(out: Output, req: ReadRequest) -> None:
+    where = f" to {req.output.kind} {req.output.path}" if req.output.path else ""
+    out.info(f"reading {req.name}: {_what(req)} ({req.engine} engine){where}")
+
+
+def _finish(out: Output, req: ReadRequest, summary: ReadSummary, json_: bool) -> None:
+    if json_:
+        if req.output.to_stdout:
+            out.err.print_json(data=summary.to_json())  # stdout carries the data
+        else:
+            out.emit(summary.to_json())
+        return
+    pairs: list[tuple[str, Any]] = [("rows", f"{summary.rows:,}")]
+    if req.mode == "log":
+        if summary.snapshot_version is not None:
+            pairs.append(
+                ("snapshot", f"v{summary.snapshot_version}: {summary.snapshot_rows:,} rows")
+            )
+        pairs.append(("log records", f"{summary.records:,} (+{summary.markers:,} markers)"))
+        if summary.retractions:
+            pairs.append(("retractions", f"{summary.retractions:,}"))
+        if summary.skipped:
+            pairs.append(("skipped", f"{summary.skipped:,} records not in logstore's format"))
+        if summary.pending_epochs:
+            pairs.append(("open epochs", f"{summary.pending_epochs} (not committed yet)"))
+    if req.output.path:
+        pairs.append(("written to", f"{req.output.kind}:{req.output.path}"))
+    pairs.append(("seconds", f"{summary.seconds:.2f}"))
+    out.err.print(key_value_table(None, pairs))
+    if summary.limited:
+        out.info(f"stopped at --limit {req.limit}")
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, make Python's exit-time flush of stdout quiet."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass

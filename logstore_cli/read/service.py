@@ -1,0 +1,294 @@
+"""``logstore read``: the request checked before anything starts, and the consumer engine's run.
+
+``build_request`` turns the flags into a ``ReadRequest`` (bad combinations are exit 2 before a
+broker or a JVM is touched). ``read_with_consumer`` runs a log read with the confluent-kafka
+engine (``consumer.py``): an optional Delta snapshot first (hybrid read, with delta-rs), then the
+log through one ``TopicDecider``; what it emits goes to a ``Sink``. The Spark engine
+(``jobs/read.py``) takes the same request and the same sink.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from logstore_cli.catalog.tables import StoredTable
+from logstore_cli.errors import InvalidInputError
+from logstore_cli.logformat.consistency import Level
+from logstore_cli.logformat.wire import RowKind, RowSchema
+from logstore_cli.model import TableSpec
+from logstore_cli.read import plan
+
+
+class Sink(Protocol):
+    """Where a read's changes go (JSON lines, a Rich table, ...)."""
+
+    def change(self, kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    """One ``logstore read``, checked."""
+
+    table: StoredTable
+    mode: plan.Mode
+    engine: plan.Engine
+    output: plan.OutputSpec
+    level: Level | None = None  # log mode
+    changelog: plan.Changelog = "all-kinds"
+    start: plan.Start | None = None  # log mode
+    follow: bool = False
+    limit: int | None = None
+    checkpoint: Path | None = None
+    as_of: str | None = None  # file mode: a version or a timestamp
+    changes: bool = False  # file mode: the Change Data Feed
+    bootstrap: str | None = None
+    client_properties: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 10.0
+
+    @property
+    def spec(self) -> TableSpec:
+        return self.table.spec
+
+    @property
+    def name(self) -> str:
+        return self.table.ref.name
+
+    @property
+    def schema(self) -> RowSchema:
+        return RowSchema.of(self.spec)
+
+
+@dataclass
+class ReadSummary:
+    """What a read did, for the closing line and ``--json``."""
+
+    table: str
+    mode: str
+    engine: str
+    level: str | None
+    rows: int = 0
+    retractions: int = 0
+    snapshot_rows: int = 0
+    snapshot_version: int | None = None
+    records: int = 0
+    markers: int = 0
+    skipped: int = 0  # foreign and malformed records
+    pending_epochs: int = 0
+    end_offsets: dict[int, int] = field(default_factory=dict)
+    limited: bool = False
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": "summary",
+            "table": self.table,
+            "mode": self.mode,
+            "engine": self.engine,
+            "consistency": self.level,
+            "rows": self.rows,
+            "retractions": self.retractions,
+            "snapshot": None
+            if self.snapshot_version is None
+            else {"version": self.snapshot_version, "rows": self.snapshot_rows},
+            "log": {
+                "records": self.records,
+                "markers": self.markers,
+                "skipped": self.skipped,
+                "pending_epochs": self.pending_epochs,
+                "end_offsets": {str(p): o for p, o in sorted(self.end_offsets.items())},
+            },
+            "limited": self.limited,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+_FILE_ONLY = "--as-of and --changes read the Delta table: use them with --mode file"
+_LOG_ONLY = "{flag} applies to the log: use it with --mode log"
+
+
+def build_request(
+    table: StoredTable,
+    *,
+    mode: str | None,
+    engine: str,
+    output: plan.OutputSpec,
+    consistent: bool,
+    consistency: str | None,
+    changelog: str,
+    start: str | None,
+    follow: bool,
+    limit: int | None,
+    checkpoint: str | None,
+    as_of: str | None,
+    changes: bool,
+    bootstrap: str | None,
+    client_properties: Mapping[str, str],
+    timeout_s: float,
+) -> ReadRequest:
+    """The flags of ``logstore read`` as one checked request (``InvalidInputError``: exit 2)."""
+    spec = table.spec
+    log = spec.log_store
+    chosen: plan.Mode
+    if mode is None:
+        chosen = "file" if log is None else log.read_mode.value
+    else:
+        chosen = plan.choice(mode, plan.MODES, "--mode")  # type: ignore[assignment]
+    plan.choice(engine, plan.ENGINES, "--engine")
+    if limit is not None and limit < 1:
+        raise InvalidInputError(f"--limit must be at least 1, got {limit}")
+    if checkpoint is not None and not checkpoint.strip():
+        raise InvalidInputError("--checkpoint is empty")
+    given_log = [
+        flag
+        for flag, used in (
+            ("--consistent", consistent),
+            ("--consistency", consistency is not None),
+            ("--from", start is not None),
+            ("--follow", follow),
+            ("--checkpoint", checkpoint is not None),
+            ("--changelog-mode", changelog != "all-kinds"),
+        )
+        if used
+    ]
+    if chosen == "file":
+        if given_log:
+            raise InvalidInputError(
+                _LOG_ONLY.format(flag=given_log[0]),
+                hint="--mode file reads the Delta table: its snapshot (--as-of) or its changes "
+                "(--changes)",
+            )
+        if engine == "consumer":
+            raise InvalidInputError(
+                "--engine consumer reads the log; --mode file reads Delta with Spark",
+                hint="drop --engine, or read with --mode log",
+            )
+        if as_of is not None and not as_of.strip():
+            raise InvalidInputError("--as-of is empty", hint="give a Delta version or a timestamp")
+        return ReadRequest(
+            table, "file", "spark", output, limit=limit, as_of=as_of, changes=changes
+        )
+    if as_of is not None or changes:
+        raise InvalidInputError(
+            _FILE_ONLY, hint="or read the log from a snapshot: --from snapshot:V"
+        )
+    if log is None:
+        raise InvalidInputError(
+            f"table {table.ref.name} has no log store to read",
+            hint="read its Delta table with --mode file, or enable the log store with "
+            "alter-table (log-store.enabled = true)",
+        )
+    level = plan.resolve_level(log, consistent=consistent, consistency=consistency)
+    mode_ = plan.check_changelog(changelog, level)
+    begin = plan.parse_start(start) if start is not None else plan.default_start(log, follow=follow)
+    auto: plan.Engine = "consumer" if output.to_stdout else "spark"
+    resolved: plan.Engine = auto if engine == "auto" else engine  # type: ignore[assignment]
+    if resolved == "consumer" and not output.to_stdout:
+        raise InvalidInputError(
+            f"--output {output.path} writes {output.kind.capitalize()} files, which the consumer "
+            "engine does not",
+            hint="use --engine spark (the default for a path), or --output jsonl",
+        )
+    return ReadRequest(
+        table,
+        "log",
+        resolved,
+        output,
+        level=level,
+        changelog=mode_,
+        start=begin,
+        follow=follow,
+        limit=limit,
+        checkpoint=None if checkpoint is None else Path(checkpoint),
+        bootstrap=bootstrap or log.address,
+        client_properties=dict(client_properties),
+        timeout_s=timeout_s,
+    )
+
+
+class _Limit(Exception):
+    """Raised inside a read when ``--limit`` rows were emitted."""
+
+
+def read_with_consumer(
+    req: ReadRequest, sink: Sink, *, stop: Callable[[], bool] = lambda: False
+) -> ReadSummary:
+    """A log read with the confluent-kafka engine; returns when bounded and done, when ``stop()``
+    is true (follow), or at ``--limit``."""
+    from logstore_cli.catalog.epochs import epoch_commits
+    from logstore_cli.catalog.snapshot import snapshot_batches
+    from logstore_cli.read.consumer import LogReader, ReaderCheckpoint, SourceConf
+
+    assert req.level is not None and req.start is not None and req.spec.log_store is not None
+    began = time.monotonic()
+    summary = ReadSummary(req.name, "log", "consumer", req.level)
+    schema = req.schema
+    log = req.spec.log_store
+    conf = SourceConf(req.bootstrap or log.address, req.client_properties, log.topic, req.timeout_s)
+    saved = None
+    store = None
+    if req.checkpoint is not None:
+        store = ReaderCheckpoint(req.checkpoint, table=req.name, topic=log.topic, level=req.level)
+        saved = store.load()
+    hybrid = None
+    if req.start.kind == "snapshot" and saved is None:
+        hybrid = plan.hybrid_start(epoch_commits(req.table.ref.path), req.start.version)
+    emitted = 0
+
+    def emit(kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+        nonlocal emitted
+        if not plan.keeps(kind, req.changelog):
+            return
+        sink.change(kind, row, meta)
+        emitted += 1
+        if req.limit is not None and emitted >= req.limit:
+            raise _Limit
+
+    reader = LogReader(
+        conf,
+        schema,
+        req.level,
+        committed_through=None if hybrid is None else hybrid.committed_through,
+        state=saved,
+    )
+    try:
+        try:
+            if hybrid is not None:
+                summary.snapshot_version = hybrid.version
+                meta = {"version": hybrid.version}
+                for rows in snapshot_batches(
+                    req.table.ref.path, hybrid.version, list(schema.names)
+                ):
+                    for row in rows:
+                        summary.snapshot_rows += 1
+                        emit(RowKind.INSERT, row, meta)
+                sink.flush()
+            start = reader.start_offsets(hybrid if hybrid is not None else req.start)
+            end = None if req.follow else reader.end_offsets()
+            summary.end_offsets = dict(end or {})
+            for batch in reader.read(start, end, stop=stop):
+                for partition, emission in batch:
+                    if emission.retraction:
+                        summary.retractions += 1
+                    emit(emission.kind, emission.row, plan.emission_meta(partition, emission))
+                sink.flush()
+                if store is not None:
+                    store.save(reader.decider)
+        except _Limit:
+            summary.limited = True
+            sink.flush()
+            # Saving here would skip the rest of the record batch the limit cut short.
+        stats = reader.stats
+        summary.records, summary.markers = stats.records, stats.markers
+        summary.skipped = stats.foreign + stats.malformed
+        summary.pending_epochs = sum(len(p) for p in reader.pending().values())
+    finally:
+        reader.close()
+    summary.rows = emitted
+    summary.seconds = time.monotonic() - began
+    return summary
