@@ -147,7 +147,7 @@ def read(
         typer.Option(
             "--mode",
             help="file: the Delta table; log: the Kafka log (default: the table's "
-            "log-store read mode, file when it has none).",
+            "mixed-format.read.mode, file when it has none).",
         ),
     ] = None,
     consistent: Annotated[

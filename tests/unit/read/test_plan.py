@@ -1,0 +1,235 @@
+"""What a read does, decided before reading: ``read/plan.py`` and ``read/service.build_request``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from logstore_cli.catalog.epochs import EpochCommit
+from logstore_cli.catalog.tables import StoredTable
+from logstore_cli.catalog.warehouse import DeltaState, TableRef
+from logstore_cli.ddl import parse_ddl
+from logstore_cli.errors import InvalidInputError
+from logstore_cli.logformat.consistency import Emission
+from logstore_cli.logformat.wire import ChangeRecord, EpochId, RowKind, RowSchema
+from logstore_cli.model import TableSpec
+from logstore_cli.read import plan
+from logstore_cli.read.service import build_request
+
+DDL = """CREATE TABLE db.orders (id BIGINT, name STRING, price DECIMAL(10,2), PRIMARY KEY (id))
+USING delta TBLPROPERTIES ('log-store.enabled'='true', 'log-store.address'='h:9092',
+'log-store.topic'='orders'{extra})"""
+
+
+def _spec(extra: str = "") -> TableSpec:
+    return parse_ddl(DDL.format(extra=extra))[0]
+
+
+def _stored(spec: TableSpec) -> StoredTable:
+    path = Path("/w/db/orders")
+    state = DeltaState(path, 3, 1, {}, {}, (), None)
+    return StoredTable(TableRef("db", "orders", path), state, spec)
+
+
+def _request(spec: TableSpec | None = None, **given: Any) -> Any:
+    args: dict[str, Any] = {
+        "mode": None, "engine": "auto", "output": plan.OutputSpec("jsonl"), "consistent": False,
+        "consistency": None, "changelog": "all-kinds", "start": None, "follow": False,
+        "limit": None, "checkpoint": None, "as_of": None, "changes": False, "bootstrap": None,
+        "client_properties": {}, "timeout_s": 5.0,
+    }  # fmt: skip
+    args.update(given)
+    return build_request(_stored(spec or _spec()), **args)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("earliest", plan.Start("earliest")),
+        ("latest", plan.Start("latest")),
+        ("timestamp:1700000000000", plan.Start("timestamp", timestamp_ms=1700000000000)),
+        ("snapshot", plan.Start("snapshot")),
+        ("snapshot:12", plan.Start("snapshot", version=12)),
+        (" snapshot:0 ", plan.Start("snapshot", version=0)),
+    ],
+)
+def test_start_positions_parse(text: str, expected: plan.Start) -> None:
+    assert plan.parse_start(text) == expected
+    assert plan.parse_start(expected.describe()) == expected
+
+
+@pytest.mark.parametrize("text", ["", "first", "timestamp:", "timestamp:-1", "snapshot:v3",
+                                  "snapshot:01", "timestamp:1e9", "offset:5"])  # fmt: skip
+def test_a_bad_start_position_says_which_ones_exist(text: str) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        plan.parse_start(text)
+    assert "snapshot[:<Delta version>]" in (err.value.hint or "")
+
+
+def test_a_bounded_read_starts_at_earliest_and_a_following_one_at_the_tables_startup_mode() -> None:
+    log = _spec().log_store
+    assert log is not None
+    assert plan.default_start(log, follow=False) == plan.Start("earliest")
+    assert plan.default_start(log, follow=True) == plan.Start("latest")
+    stamped = _spec(", 'scan.startup.mode'='timestamp', 'scan.startup.timestamp-millis'='5'")
+    assert stamped.log_store is not None
+    assert plan.default_start(stamped.log_store, follow=True) == plan.Start("timestamp", 5)
+
+
+@pytest.mark.parametrize(
+    ("configured", "consistent", "given", "level"),
+    [
+        ("none", True, None, "committed"),  # strengthened
+        ("eventual", True, None, "eventual"),
+        ("committed", True, None, "committed"),
+        ("none", False, None, "none"),
+        ("eventual", False, None, "eventual"),
+        ("committed", False, "none", "none"),
+    ],
+)
+def test_the_read_level(configured: str, consistent: bool, given: str | None, level: str) -> None:
+    log = _spec().log_store
+    assert log is not None
+    log = replace(log, consistency=configured)
+    assert plan.resolve_level(log, consistent=consistent, consistency=given) == level
+
+
+def test_consistent_and_consistency_together_are_refused() -> None:
+    log = _spec().log_store
+    assert log is not None
+    with pytest.raises(InvalidInputError, match="cannot be combined"):
+        plan.resolve_level(log, consistent=True, consistency="none")
+    with pytest.raises(InvalidInputError, match="committed, eventual, none"):
+        plan.resolve_level(log, consistent=False, consistency="exactly-once")
+
+
+def test_append_only_is_refused_with_eventual_and_keeps_only_inserts() -> None:
+    with pytest.raises(InvalidInputError, match="append-only cannot be combined") as err:
+        plan.check_changelog("append-only", "eventual")
+    assert "retracts" in (err.value.hint or "")
+    assert plan.check_changelog("append-only", "committed") == "append-only"
+    kept = [k for k in RowKind if k is not RowKind.COMMIT if plan.keeps(k, "append-only")]
+    assert kept == [RowKind.INSERT]
+    assert all(plan.keeps(k, "all-kinds") for k in RowKind)
+    with pytest.raises(InvalidInputError, match="all-kinds, append-only"):
+        plan.check_changelog("upsert", "none")
+
+
+@pytest.mark.parametrize(
+    ("text", "terminal", "expected"),
+    [
+        (None, True, plan.OutputSpec("table")),
+        (None, False, plan.OutputSpec("jsonl")),
+        ("jsonl", True, plan.OutputSpec("jsonl")),
+        ("out/orders.parquet", True, plan.OutputSpec("parquet", "out/orders.parquet")),
+        ("out/orders", True, plan.OutputSpec("delta", "out/orders")),
+        ("parquet:out/x", True, plan.OutputSpec("parquet", "out/x")),
+        ("delta:~/x", True, plan.OutputSpec("delta", "~/x")),  # as typed: never expanded
+        ("c:/data/x", True, plan.OutputSpec("delta", "c:/data/x")),
+    ],
+)
+def test_outputs(text: str | None, terminal: bool, expected: plan.OutputSpec) -> None:
+    assert plan.parse_output(text, stdout_is_terminal=terminal) == expected
+
+
+@pytest.mark.parametrize("text", ["delta:", "parquet:  ", "x\x00y"])
+def test_an_output_without_a_usable_path_is_refused(text: str) -> None:
+    with pytest.raises(InvalidInputError):
+        plan.parse_output(text, stdout_is_terminal=False)
+
+
+def _commit(writer: str, epoch: int, version: int, offsets: dict[int, int]) -> EpochCommit:
+    return EpochCommit(EpochId(writer, epoch, f"a{version}"), version, offsets, None)
+
+
+def test_a_hybrid_start_continues_at_the_snapshots_offsets_and_skips_every_writers_epochs() -> None:
+    commits = [
+        _commit("w1", 0, 1, {0: 3, 1: 2}),
+        _commit("w1", 1, 2, {0: 6, 1: 5}),
+        _commit("w2", 0, 4, {0: 9, 1: 8}),  # a new checkpoint: a new writer
+        _commit("w2", 1, 5, {0: 12, 1: 11}),
+    ]
+    at = plan.hybrid_start(reversed(commits), 4)
+    assert (at.version, dict(at.offsets)) == (4, {0: 9, 1: 8})
+    assert dict(at.committed_through) == {"w1": 1, "w2": 0}  # not w2's epoch 1 (version 5)
+    newest = plan.hybrid_start(commits, None)
+    assert newest.version == 5 and dict(newest.committed_through) == {"w1": 1, "w2": 1}
+
+
+def test_a_hybrid_start_needs_an_epoch_commit() -> None:
+    with pytest.raises(InvalidInputError, match="no ingest epoch"):
+        plan.hybrid_start([], None)
+    with pytest.raises(InvalidInputError, match="version 3 is not an ingest epoch") as err:
+        plan.hybrid_start([_commit("w", 0, 2, {0: 1}), _commit("w", 1, 4, {0: 2})], 3)
+    assert "4, 2" in (err.value.hint or "")
+
+
+def test_a_change_line_is_the_wire_row_plus_metadata() -> None:
+    schema = RowSchema.of(_spec())
+    row = {"id": 42, "name": "Zoë", "price": Decimal("12.5")}
+    line = plan.change_json(RowKind.INSERT, row, schema, meta={"partition": 1, "offset": 7})
+    assert (
+        line == '{"kind":"+I","row":{"id":42,"name":"Zoë","price":12.50},"partition":1,"offset":7}'
+    )
+    assert json.loads(line)["row"]["name"] == "Zoë"
+    deleted = plan.change_json(RowKind.DELETE, {"id": 42}, schema)
+    assert json.loads(deleted) == {"kind": "-D", "row": {"id": 42}}
+
+
+def test_a_retraction_says_so_in_its_metadata() -> None:
+    record = ChangeRecord(RowKind.INSERT, {"id": 1}, {"id": 1}, EpochId("w", 3, "a"))
+    meta = plan.emission_meta(2, Emission(9, RowKind.DELETE, record))
+    assert meta == {"partition": 2, "offset": 9, "writer": "w", "epoch": 3, "retraction": True}
+    assert "retraction" not in plan.emission_meta(2, Emission(9, RowKind.INSERT, record))
+
+
+def test_a_request_for_the_log_resolves_level_start_and_engine() -> None:
+    req = _request(mode="log", consistent=True)
+    assert (req.mode, req.level, req.engine, req.start) == (
+        "log", "committed", "consumer", plan.Start("earliest"),
+    )  # fmt: skip
+    assert req.bootstrap == "h:9092"
+    to_path = _request(mode="log", output=plan.OutputSpec("delta", "out"))
+    assert to_path.engine == "spark"
+    assert _request(mode="log", follow=True).start == plan.Start("latest")
+
+
+def test_the_default_mode_is_the_tables_read_mode() -> None:
+    assert _request().mode == "file"
+    assert _request(_spec(", 'mixed-format.read.mode'='log'")).mode == "log"
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"mode": "file", "follow": True}, "--follow applies to the log"),
+        ({"mode": "file", "consistency": "none"}, "--consistency applies to the log"),
+        ({"mode": "file", "start": "earliest"}, "--from applies to the log"),
+        ({"mode": "file", "engine": "consumer"}, "--engine consumer reads the log"),
+        ({"mode": "log", "changes": True}, "--as-of and --changes read the Delta table"),
+        ({"mode": "log", "as_of": "3"}, "--as-of and --changes read the Delta table"),
+        ({"mode": "log", "engine": "consumer", "output": plan.OutputSpec("parquet", "p")},
+         "the consumer engine does not"),
+        ({"mode": "log", "changelog": "append-only", "consistency": "eventual"}, "append-only"),
+        ({"mode": "stream"}, "--mode must be one of file, log"),
+        ({"engine": "flink"}, "--engine must be one of auto, spark, consumer"),
+        ({"limit": 0}, "--limit must be at least 1"),
+        ({"mode": "log", "checkpoint": " "}, "--checkpoint is empty"),
+    ],
+)  # fmt: skip
+def test_flags_that_do_not_go_together_are_refused(given: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        _request(**given)
+
+
+def test_a_log_read_of_a_table_without_a_log_store_says_how_to_read_it() -> None:
+    spec = parse_ddl("CREATE TABLE db.orders (id BIGINT) USING delta")[0]
+    with pytest.raises(InvalidInputError, match="has no log store") as err:
+        _request(spec, mode="log")
+    assert "--mode file" in (err.value.hint or "")
+    assert _request(spec).mode == "file"
