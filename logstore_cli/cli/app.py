@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from logstore_cli import __version__
-from logstore_cli.cli import broker, ddl, ingest, read, setup, status, tables
+from logstore_cli.cli import broker, ddl, ingest, read, setup, status, tables, verify
 from logstore_cli.cli.output import Output, setup_logging
 from logstore_cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, DDLError, LogstoreError
 
@@ -72,6 +72,7 @@ app.command("drop-table")(tables.drop_table)
 app.command("ingest")(ingest.ingest)
 app.command("read")(read.read)
 app.command("status")(status.status)
+app.command("verify")(verify.verify)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,6 +4,7 @@ images that make a delta-rs row and a decoded log row of equal values compare eq
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -34,7 +35,7 @@ from logstore_cli.read.fold import ArrowRows, FoldedState, compare, from_arrow, 
 
 from ..logformat.strategies import type_strings, values_of
 
-I, UB, UA, D = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
+INS, UB, UA, DEL = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
 KEYED = RowSchema((("id", "bigint"), ("name", "string"), ("price", "decimal(10,2)")), ("id",))
 BAG = RowSchema((("id", "bigint"), ("name", "string")))
 
@@ -43,7 +44,7 @@ def row(i: int, name: str = "a", price: str = "1.00") -> dict[str, Any]:
     return {"id": i, "name": name, "price": Decimal(price)}
 
 
-def state(schema: RowSchema, *changes: tuple[RowKind, dict[str, Any]]) -> FoldedState:
+def state(schema: RowSchema, *changes: tuple[RowKind, Mapping[str, Any]]) -> FoldedState:
     return FoldedState(schema).fold(changes)
 
 
@@ -60,24 +61,24 @@ def snapshot(schema: RowSchema, *rows: dict[str, Any]) -> FoldedState:
 def test_keyed_fold_puts_updates_and_removes_by_key() -> None:
     log = state(
         KEYED,
-        (I, row(1, "a")), (I, row(2, "b")), (UB, row(1, "a")), (UA, row(1, "a2")),
-        (D, {"id": 2}), (I, row(3, "c")), (UA, row(3, "c2")),  # a lone +U is an upsert
+        (INS, row(1, "a")), (INS, row(2, "b")), (UB, row(1, "a")), (UA, row(1, "a2")),
+        (DEL, {"id": 2}), (INS, row(3, "c")), (UA, row(3, "c2")),  # a lone +U is an upsert
     )  # fmt: skip
     assert compare(snapshot(KEYED, row(1, "a2"), row(3, "c2")), log).equal
     assert len(log) == 2 and log.stats.changes == 7 and log.stats.absent_removals == 0
 
 
 def test_a_removal_of_an_absent_key_is_counted_not_fatal() -> None:
-    log = state(KEYED, (D, {"id": 9}), (UB, row(8)))
+    log = state(KEYED, (DEL, {"id": 9}), (UB, row(8)))
     assert len(log) == 0 and log.stats.absent_removals == 2
 
 
 def test_keyless_fold_is_a_multiset_of_rows() -> None:
     a, b = {"id": 1, "name": "x"}, {"id": 2, "name": "y"}
-    log = state(BAG, (I, a), (I, a), (I, b), (D, a), (UA, b), (UB, b))
+    log = state(BAG, (INS, a), (INS, a), (INS, b), (DEL, a), (UA, b), (UB, b))
     assert compare(snapshot(BAG, a, b), log).equal
     assert not compare(snapshot(BAG, a, b, b), log).equal  # copies count
-    removed = state(BAG, (D, a))
+    removed = state(BAG, (DEL, a))
     assert len(removed) == 0 and removed.stats.absent_removals == 1
 
 
@@ -91,7 +92,7 @@ def test_commit_is_not_a_change() -> None:
 
 def test_missing_extra_and_different_keys_with_both_images() -> None:
     delta = snapshot(KEYED, row(1), row(2, "same"), row(3, "delta", "9.99"))
-    log = state(KEYED, (I, row(2, "same")), (I, row(3, "log", "9.99")), (I, row(4)))
+    log = state(KEYED, (INS, row(2, "same")), (INS, row(3, "log", "9.99")), (INS, row(4)))
     diff = compare(delta, log)
     assert not diff.equal
     assert (diff.missing.count, diff.extra.count, diff.different.count) == (1, 1, 1)
@@ -122,7 +123,7 @@ def test_examples_are_capped_and_in_key_order_while_counts_are_whole() -> None:
 def test_a_key_delta_holds_twice_is_different_even_if_the_log_has_one_of_them() -> None:
     delta = snapshot(KEYED, row(1, "a"), row(1, "b"))
     assert delta.duplicate_keys == 1 and len(delta) == 2
-    diff = compare(delta, state(KEYED, (I, row(1, "a"))))
+    diff = compare(delta, state(KEYED, (INS, row(1, "a"))))
     assert diff.different.count == 1
     shown = diff.different.examples[0].to_json()
     assert shown["log_copies"] == 1 and shown["delta_copies"] == 2
@@ -130,7 +131,7 @@ def test_a_key_delta_holds_twice_is_different_even_if_the_log_has_one_of_them() 
 
 def test_keyless_differences_count_copies() -> None:
     a, b = {"id": 1, "name": "x"}, {"id": 2, "name": "y"}
-    diff = compare(snapshot(BAG, a, a, a), state(BAG, (I, a), (I, b), (I, b)))
+    diff = compare(snapshot(BAG, a, a, a), state(BAG, (INS, a), (INS, b), (INS, b)))
     assert (diff.missing.count, diff.extra.count, diff.different.count) == (2, 2, 0)
     assert diff.missing.examples[0].to_json() == {
         "key": None, "log": {"id": 1, "name": "x"}, "delta": {"id": 1, "name": "x"},
@@ -178,10 +179,10 @@ def test_equal_values_of_different_python_types_fold_alike() -> None:
         "tags": [("a", 1), ("b", 2)], "s": {"a": 1, "m": [(2, "x")]},
         "arr": [[("k", datetime(2024, 2, 29, 10, 15))]],
     }  # fmt: skip
-    diff = compare(snapshot(TYPED, from_arrow(arrow_side, TYPED)), state(TYPED, (I, log_side)))
+    diff = compare(snapshot(TYPED, from_arrow(arrow_side, TYPED)), state(TYPED, (INS, log_side)))
     assert diff.equal, diff
     changed = {**arrow_side, "price": Decimal("12.51")}
-    diff = compare(snapshot(TYPED, from_arrow(changed, TYPED)), state(TYPED, (I, log_side)))
+    diff = compare(snapshot(TYPED, from_arrow(changed, TYPED)), state(TYPED, (INS, log_side)))
     assert diff.different.count == 1 and diff.different.examples[0].columns == ("price",)
 
 
@@ -235,7 +236,7 @@ def test_a_log_row_through_arrow_folds_to_the_same_image(
     schema = RowSchema((("k", "int"), ("v", type_text)), ("k",))
     value = data.draw(st.none() | values_of(t))
     key, raw, headers = encode_change(
-        ChangeRecord(I, {"k": 1}, {"k": 1, "v": value}, EpochId("w", 0, "a")), schema
+        ChangeRecord(INS, {"k": 1}, {"k": 1, "v": value}, EpochId("w", 0, "a")), schema
     )
     decoded = decode(key, raw, headers, schema)
     assert isinstance(decoded, ChangeRecord)
@@ -247,7 +248,7 @@ def test_a_log_row_through_arrow_folds_to_the_same_image(
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
         return  # a value Arrow cannot hold (Delta cannot store it either)
     through = from_arrow({"k": 1, "v": column.to_pylist()[0]}, schema)
-    assert compare(snapshot(schema, through), state(schema, (I, decoded.row))).equal
+    assert compare(snapshot(schema, through), state(schema, (INS, decoded.row))).equal
 
 
 def _naive(t: pa.DataType) -> pa.DataType:

@@ -1,0 +1,324 @@
+"""``verify_table``'s decisions, with the Delta log written by hand (no JVM), the topic in memory
+and the snapshot's rows handed in: which markers count, what a missing marker, a deleted log
+prefix or an empty Delta history mean, and the notes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from logstore_cli.catalog import warehouse as wh
+from logstore_cli.catalog.tables import StoredTable, load_table
+from logstore_cli.errors import InvalidInputError
+from logstore_cli.logformat.consistency import Item
+from logstore_cli.logformat.wire import (
+    ChangeRecord,
+    CommitMarker,
+    EpochId,
+    RowKind,
+    commit_metadata,
+)
+from logstore_cli.read.consumer import ReadStats
+from logstore_cli.read.verify import VerifyResult, verify_table
+from tests.deltalog import write_table
+
+DDL = """
+CREATE TABLE db.orders (id BIGINT NOT NULL, name STRING, PRIMARY KEY (id) NOT ENFORCED)
+WITH ('log.system' = 'kafka', 'kafka.topic' = 'orders_log',
+      'kafka.bootstrap.servers' = 'broker:9092', 'log.system.partitions' = '2');
+"""
+
+
+class MemLog:
+    """A topic in memory: what ``LogSource`` answers, with offsets from 0 (or ``low``)."""
+
+    def __init__(self, partitions: int = 2) -> None:
+        self.items: dict[int, list[Item]] = {p: [] for p in range(partitions)}
+        self.low: dict[int, int] = {}
+        self.on_watermarks: list[
+            Callable[[int], None]
+        ] = []  # callbacks run at each watermarks() call
+        self.watermark_calls = 0
+
+    def change(self, p: int, eid: EpochId, i: int, name: str = "a", kind: str = "+I") -> None:
+        row = {"id": i} if kind == "-D" else {"id": i, "name": name}
+        self.items[p].append(ChangeRecord(RowKind(kind), {"id": i}, row, eid))
+
+    def marker(
+        self, eid: EpochId, version: int | None, partitions: list[int] | None = None
+    ) -> None:
+        for p in self.items if partitions is None else partitions:
+            self.items[p].append(CommitMarker(eid, version))
+
+    def ends(self) -> dict[int, int]:
+        return {p: self.low.get(p, 0) + len(items) for p, items in self.items.items()}
+
+    # LogRange
+    def partitions(self) -> list[int]:
+        return sorted(self.items)
+
+    def watermarks(self) -> dict[int, tuple[int, int]]:
+        self.watermark_calls += 1
+        for callback in self.on_watermarks:
+            callback(self.watermark_calls)
+        return {p: (self.low.get(p, 0), end) for p, end in self.ends().items()}
+
+    def consume_range(
+        self, partition: int, start: int, end: int, stats: ReadStats | None = None
+    ) -> Iterator[tuple[int, Item]]:
+        base = self.low.get(partition, 0)
+        for offset in range(start, end):
+            item = self.items[partition][offset - base]
+            if stats is not None:
+                if isinstance(item, CommitMarker):
+                    stats.markers += 1
+                else:
+                    stats.records += 1
+            yield offset, item
+
+
+class Table:
+    """A table whose Delta log gets epoch commits by hand, and whose snapshot rows are given."""
+
+    def __init__(self, tmp: Path, ddl: str = DDL) -> None:
+        self.path = write_table(tmp, ddl)
+        self.warehouse = tmp
+        self.rows: dict[int, list[dict[str, Any]]] = {}  # version -> snapshot rows
+
+    def commit(self, eid: EpochId, offsets: dict[int, int],
+               rows: list[dict[str, Any]] | None = None) -> int:  # fmt: skip
+        log = self.path / "_delta_log"
+        version = max(int(p.stem) for p in log.glob("*.json")) + 1
+        info = {"commitInfo": {"timestamp": 0, "operation": "MERGE",
+                               "userMetadata": commit_metadata(eid, offsets)}}  # fmt: skip
+        (log / f"{version:020d}.json").write_text(json.dumps(info) + "\n")
+        self.rows[version] = list(rows or [])
+        return version
+
+    def plain_commit(self) -> int:
+        log = self.path / "_delta_log"
+        version = max(int(p.stem) for p in log.glob("*.json")) + 1
+        (log / f"{version:020d}.json").write_text(
+            json.dumps({"commitInfo": {"timestamp": 0, "operation": "SET TBLPROPERTIES"}}) + "\n"
+        )
+        return version
+
+    def stored(self) -> StoredTable:
+        return load_table(self.warehouse, "db.orders")
+
+    def snapshot(self, path: Path, version: int, columns: list[str]) -> list[list[dict[str, Any]]]:
+        assert path == self.path and columns == ["id", "name"]
+        return [self.rows[version]]
+
+    def verify(self, log: MemLog, **kw: Any) -> VerifyResult:
+        return verify_table(self.stored(), log, snapshot=self.snapshot, **kw)
+
+
+W = EpochId("w1", 0, "a0")
+W1 = EpochId("w1", 1, "a1")
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Table:
+    return Table(tmp_path)
+
+
+def rows(*pairs: tuple[int, str]) -> list[dict[str, Any]]:
+    return [{"id": i, "name": n} for i, n in pairs]
+
+
+def test_a_clean_log_equals_its_snapshot(table: Table) -> None:
+    log = MemLog()
+    log.change(0, W, 1, "a")
+    log.change(1, W, 2, "b")
+    version = table.commit(W, log.ends(), rows((1, "a"), (2, "b")))
+    log.marker(W, version)
+    log.change(0, W1, 1, "a", "-U")
+    log.change(0, W1, 1, "a2", "+U")
+    log.change(1, W1, 2, kind="-D")
+    v1 = table.commit(W1, log.ends(), rows((1, "a2")))
+    log.marker(W1, v1)
+
+    result = table.verify(log)
+
+    assert result.equal and result.reason is None, result.to_json()
+    d = result.to_json()
+    assert d["delta_version"] == v1 and d["epoch"] == {"writer": "w1", "epoch": 1, "attempt": "a1"}
+    assert d["log"]["records"] == 5 and d["log"]["markers"] == 4
+    assert d["log"]["changes"] == 5 and d["log"]["epochs"] == 2 and d["log"]["partitions"] == 2
+    assert d["log"]["end_offsets"] == {"0": 5, "1": 4} and d["notes"] == []
+    assert d["missing"] == {"count": 0, "examples": []} and d["delta"] == {"rows": 1}
+
+
+def test_a_difference_is_reported_with_examples(table: Table) -> None:
+    log = MemLog()
+    log.change(0, W, 1, "log")
+    log.change(1, W, 3, "only-in-log")
+    version = table.commit(W, log.ends(), rows((1, "delta"), (2, "only-in-delta")))
+    log.marker(W, version)
+    d = table.verify(log).to_json()
+    assert not d["equal"] and d["reason"] is None
+    assert [d[k]["count"] for k in ("missing", "extra", "different")] == [1, 1, 1]
+    assert d["different"]["examples"][0]["columns"] == ["name"]
+
+
+def test_markers_missing_for_the_last_commit_say_so_and_what_to_do(table: Table) -> None:
+    log = MemLog()
+    log.change(0, W, 1)
+    version = table.commit(W, log.ends(), rows((1, "a")))
+    log.marker(W, version, partitions=[0])  # the crash cut the markers short
+
+    result = table.verify(log)
+
+    assert not result.equal and result.diff is None
+    assert result.reason == (
+        f"epoch 0 of writer w1 committed as Delta version {version} but its commit markers are "
+        "not in partitions [1]: run the ingest job again (same --job/--checkpoint) to publish them"
+    )
+    assert result.to_json()["missing"] is None
+
+
+def test_a_live_writers_markers_are_waited_for(table: Table) -> None:
+    log = MemLog()
+    log.change(0, W, 1)
+    version = table.commit(W, log.ends(), rows((1, "a")))
+
+    # the writer publishes its markers after verify asked for the offsets a second time
+    def publish(call: int) -> None:
+        if call == 3:
+            log.marker(W, version)
+
+    log.on_watermarks.append(publish)
+    result = table.verify(log, writer_live=lambda: True, marker_wait_s=30)
+    assert result.equal, result.to_json()
+    assert log.watermark_calls >= 3
+
+
+def test_a_dead_writers_markers_are_not_waited_for(table: Table) -> None:
+    log = MemLog()
+    log.change(0, W, 1)
+    table.commit(W, log.ends(), rows((1, "a")))
+    result = table.verify(log, writer_live=lambda: False, marker_wait_s=30)
+    assert result.reason is not None and "not in partitions [0, 1]" in result.reason
+    assert log.watermark_calls == 1
+
+
+def test_an_older_epoch_held_for_want_of_markers_is_named(table: Table) -> None:
+    log = MemLog()
+    log.change(1, W, 7)
+    table.commit(W, log.ends(), rows((7, "a")))  # its markers never came
+    other = EpochId("w2", 0, "b0")
+    log.change(0, other, 8)
+    version = table.commit(other, log.ends(), rows((7, "a"), (8, "a")))
+    log.marker(other, version)
+    result = table.verify(log)
+    assert result.reason is not None
+    assert "epoch 0 of writer w1 is committed in Delta but its records in partitions [1] have " \
+           "no commit marker" in result.reason  # fmt: skip
+
+
+def test_the_logs_beginning_deleted_cannot_be_verified(table: Table) -> None:
+    log = MemLog()
+    log.low[1] = 4
+    table.commit(W, log.ends(), [])
+    result = table.verify(log)
+    assert result.reason is not None and not result.equal
+    assert result.reason.startswith(
+        "the log no longer holds offsets [0, 4) of partition 1 (deleted by the topic's retention)"
+    )
+
+
+def test_an_adopted_topics_prefix_may_be_gone(tmp_path: Path) -> None:
+    table = Table(tmp_path)
+    config = table.path / "_delta_log" / "00000000000000000000.json"
+    lines = [json.loads(line) for line in config.read_text().splitlines()]
+    lines[1]["metaData"]["configuration"][wh.P_ADOPTED_TOPIC] = '{"0":10,"1":0}'
+    config.write_text("".join(json.dumps(a) + "\n" for a in lines))
+    log = MemLog()
+    log.low[0] = 6  # records before 10 were another producer's: deleting them loses nothing
+    log.items[0] = []
+    log.change(0, W, 1)
+    version = table.commit(W, log.ends(), rows((1, "a")))
+    log.marker(W, version)
+    assert table.verify(log).equal
+
+
+def test_without_an_epoch_commit_an_empty_log_is_equal(table: Table) -> None:
+    log = MemLog()
+    log.change(0, W, 1)  # in flight: no marker
+    d = table.verify(log).to_json()
+    assert d["equal"] and d["delta_version"] is None
+    assert any("nothing to verify" in n for n in d["notes"])
+    assert any("1 records of 1 epochs without a commit marker" in n for n in d["notes"])
+
+
+def test_without_an_epoch_commit_committed_changes_in_the_log_are_reported(table: Table) -> None:
+    log = MemLog()
+    log.change(0, W, 1)
+    log.marker(W, 3)
+    d = table.verify(log).to_json()
+    assert not d["equal"]
+    assert d["reason"].startswith(
+        "the log holds 1 changes of 1 epochs whose markers name Delta versions [3]"
+    )
+
+
+def test_log_only_and_later_epochs_are_notes_not_differences(table: Table) -> None:
+    log = MemLog()
+    log.change(0, W, 1)
+    version = table.commit(W, log.ends(), rows((1, "a")))
+    log.marker(W, version)
+    log.change(0, W1, 2)
+    log.marker(W1, None)  # log-only epoch
+    later = EpochId("w1", 2, "a2")
+    log.change(1, later, 3)
+    log.marker(later, version + 1)  # committed after V was read
+    log.change(1, EpochId("w9", 0, "z"), 4)  # an orphan: no marker
+    d = table.verify(log).to_json()
+    assert d["equal"], d
+    notes = " | ".join(d["notes"])
+    assert "1 log-only epochs (--emit log: markers without a Delta version) with 1 changes" in notes
+    assert "1 epochs committed after Delta version" in notes
+    assert "1 records of 1 epochs without a commit marker" in notes
+
+
+def test_a_forged_marker_naming_the_last_version_shows_as_extra_and_as_a_protocol_note(
+    table: Table,
+) -> None:
+    log = MemLog()
+    log.change(0, W, 1)
+    version = table.commit(W, log.ends(), rows((1, "a")))
+    log.marker(W, version)
+    forged = EpochId("intruder", 0, "x")
+    log.change(1, forged, 99)
+    log.marker(forged, version)
+    d = table.verify(log).to_json()
+    assert not d["equal"] and d["extra"]["count"] == 1
+    assert d["extra"]["examples"][0]["key"] == {"id": 99}
+    assert (
+        f"protocol: a marker of epoch 0 of writer intruder names Delta version {version}, which "
+        "holds epoch 0 of writer w1" in d["notes"]
+    )
+
+
+def test_versions_after_the_last_epoch_and_file_only_epochs_are_noted(table: Table) -> None:
+    log = MemLog()
+    table.commit(W, {}, rows((1, "a")))  # --emit file: no offsets, no markers
+    table.plain_commit()
+    d = table.verify(log).to_json()
+    assert d["missing"]["count"] == 1 and not d["equal"]
+    notes = " | ".join(d["notes"])
+    assert "1 epochs were committed to Delta without writing the log" in notes
+    assert "latest version is 2" in notes
+
+
+def test_a_table_without_a_log_store_is_refused(tmp_path: Path) -> None:
+    write_table(
+        tmp_path, "CREATE TABLE db.plain (id BIGINT NOT NULL, PRIMARY KEY (id) NOT ENFORCED);"
+    )
+    with pytest.raises(InvalidInputError, match="has no log store"):
+        verify_table(load_table(tmp_path, "db.plain"), MemLog())
