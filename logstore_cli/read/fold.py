@@ -23,7 +23,15 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Final
 
-from logstore_cli.logformat.values import ArrayType, MapType, ScalarType, SqlType, StructType
+from logstore_cli.logformat.values import (
+    ArrayType,
+    MapType,
+    ScalarType,
+    SqlType,
+    StructType,
+    json_string,
+    value_encoder,
+)
 from logstore_cli.logformat.wire import RowKind, RowSchema, encode_row
 
 EXAMPLES: Final = 5  # examples of each kind of difference a comparison keeps by default
@@ -105,6 +113,37 @@ def from_arrow(row: Mapping[str, Any], schema: RowSchema) -> dict[str, Any]:
 # -- folding ---------------------------------------------------------------------------------------
 
 
+class CanonicalRows:
+    """``encode_row``'s bytes of a row and of its key, with the per-column encoders built once
+    (verify encodes every row of the log and of the table); anything unusual goes through
+    ``encode_row`` itself, which names the column at fault."""
+
+    def __init__(self, schema: RowSchema) -> None:
+        self.schema = schema
+        self._columns = [self._column(n) for n in schema.names]
+        self._key = [self._column(n) for n in schema.primary_key]
+
+    def _column(self, name: str) -> tuple[str, str, Callable[[Any], str]]:
+        return name, json_string(name) + ":", value_encoder(self.schema.type_of(name))
+
+    def row(self, row: Mapping[str, Any]) -> bytes:
+        if len(row) == len(self._columns):
+            try:
+                return ("{" + ",".join([p + e(row[n]) for n, p, e in self._columns]) + "}").encode()
+            except Exception:  # encode_row below raises the error worth showing
+                pass
+        return encode_row(row, self.schema)
+
+    def key(self, row: Mapping[str, Any]) -> bytes:
+        """The key columns as canonical JSON (a ``-D`` may carry only those)."""
+        try:
+            return ("{" + ",".join([p + e(row[n]) for n, p, e in self._key]) + "}").encode()
+        except Exception:  # as above
+            pass
+        key = {n: row[n] for n in self.schema.primary_key if n in row}
+        return encode_row(key, self.schema, partial=True)
+
+
 @dataclass
 class FoldStats:
     changes: int = 0  # changes applied
@@ -125,29 +164,26 @@ class FoldedState:
         self._rows: dict[bytes, bytes] = {}  # keyed: key -> row
         self._copies: dict[bytes, list[bytes]] = {}  # keyed, snapshots: key -> further rows
         self._bag: Counter[bytes] = Counter()  # keyless: row -> copies
+        self._canonical = CanonicalRows(schema)
         self.stats = FoldStats()
-
-    def key_of(self, row: Mapping[str, Any]) -> bytes:
-        """A row's key as canonical JSON (a ``-D`` may carry only the key columns)."""
-        key = {n: row[n] for n in self.schema.primary_key if n in row}
-        return encode_row(key, self.schema, partial=True)
 
     def apply(self, kind: RowKind, row: Mapping[str, Any]) -> None:
         """Fold one change."""
         if kind not in _PUTTING and kind not in _REMOVING:
             raise ValueError(f"a {kind} is not a change of a row")
         self.stats.changes += 1
+        canonical = self._canonical
         if self.keyed:
-            key = self.key_of(row)
+            key = canonical.key(row)
             if kind in _PUTTING:
-                self._rows[key] = encode_row(row, self.schema)
+                self._rows[key] = canonical.row(row)
                 self._copies.pop(key, None)
             elif self._rows.pop(key, None) is None:
                 self.stats.absent_removals += 1
             else:
                 self._copies.pop(key, None)
             return
-        image = encode_row(row, self.schema)
+        image = canonical.row(row)
         if kind in _PUTTING:
             self._bag[image] += 1
         elif self._bag.get(image, 0) > 1:
@@ -157,11 +193,11 @@ class FoldedState:
 
     def add(self, row: Mapping[str, Any]) -> None:
         """A row of a snapshot: inserted, and kept beside a row of the same key already held."""
-        image = encode_row(row, self.schema)
+        image = self._canonical.row(row)
         if not self.keyed:
             self._bag[image] += 1
             return
-        key = self.key_of(row)
+        key = self._canonical.key(row)
         if key in self._rows:
             self._copies.setdefault(key, []).append(image)
         else:

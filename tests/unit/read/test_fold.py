@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from logstore_cli.logformat.errors import WireFormatError
 from logstore_cli.logformat.values import (
     ArrayType,
     DecimalType,
@@ -30,8 +31,16 @@ from logstore_cli.logformat.wire import (
     RowSchema,
     decode,
     encode_change,
+    encode_row,
 )
-from logstore_cli.read.fold import ArrowRows, FoldedState, compare, from_arrow, json_value
+from logstore_cli.read.fold import (
+    ArrowRows,
+    CanonicalRows,
+    FoldedState,
+    compare,
+    from_arrow,
+    json_value,
+)
 
 from ..logformat.strategies import type_strings, values_of
 
@@ -80,6 +89,15 @@ def test_keyless_fold_is_a_multiset_of_rows() -> None:
     assert not compare(snapshot(BAG, a, b, b), log).equal  # copies count
     removed = state(BAG, (DEL, a))
     assert len(removed) == 0 and removed.stats.absent_removals == 1
+
+
+def test_a_value_that_does_not_fit_its_column_is_a_clear_error() -> None:
+    with pytest.raises(WireFormatError, match="column 'name'"):
+        FoldedState(KEYED).apply(INS, {"id": 1, "name": 5, "price": None})
+    with pytest.raises(WireFormatError, match="column 'nope' the table does not have"):
+        FoldedState(KEYED).add({"id": 1, "name": "a", "nope": 1})
+    with pytest.raises(WireFormatError, match="no column 'id'"):
+        FoldedState(KEYED).apply(DEL, {"name": "a"})
 
 
 def test_commit_is_not_a_change() -> None:
@@ -249,6 +267,7 @@ def test_a_log_row_through_arrow_folds_to_the_same_image(
         return  # a value Arrow cannot hold (Delta cannot store it either)
     through = from_arrow({"k": 1, "v": column.to_pylist()[0]}, schema)
     assert compare(snapshot(schema, through), state(schema, (INS, decoded.row))).equal
+    assert CanonicalRows(schema).row(through) == encode_row(decoded.row, schema)  # the fast path
 
 
 def _naive(t: pa.DataType) -> pa.DataType:

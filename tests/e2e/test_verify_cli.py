@@ -1,0 +1,213 @@
+"""``logstore verify`` as a script calls it: a table whose Delta commits hold epoch metadata
+(written with delta-rs, no JVM) and whose topic on the real broker holds the epochs' records and
+markers; equal (exit 0), a forged epoch (exit 1), markers not published (exit 1), a missing table
+and a table without a log store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from deltalake import CommitProperties, Transaction, write_deltalake
+
+from logstore_cli.catalog.tables import load_table
+from logstore_cli.errors import EXIT_INVALID_INPUT, TableNotFoundError
+from logstore_cli.kafka.admin import KafkaAdmin
+from logstore_cli.kafka.producer import LogProducer
+from logstore_cli.logformat.wire import (
+    ChangeRecord,
+    CommitMarker,
+    EpochId,
+    RowKind,
+    RowSchema,
+    commit_metadata,
+    encode_change,
+    encode_marker,
+)
+from tests.deltalog import write_table
+
+TIMEOUT_S = 15.0
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LOGSTORE_WAREHOUSE": str(cwd / "wh"),
+           "LOGSTORE_STATE_DIR": str(cwd / "state")}  # fmt: skip
+    env.pop("LOGSTORE_CONFIG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "logstore_cli", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def _ddl(name: str, topic: str, bootstrap: str) -> str:
+    return (
+        f"CREATE TABLE {name} (id BIGINT NOT NULL, name STRING, PRIMARY KEY (id) NOT ENFORCED) "
+        f"WITH ('log.system' = 'kafka', 'kafka.topic' = '{topic}', "
+        f"'kafka.bootstrap.servers' = '{bootstrap}', 'log.system.partitions' = '2')"
+    )
+
+
+class Writer:
+    """What the ingest job does for one epoch, by hand: records, a Delta commit, markers."""
+
+    def __init__(self, table: Path, bootstrap: str, topic: str, schema: RowSchema) -> None:
+        self.table, self.bootstrap, self.topic, self.schema = table, bootstrap, topic, schema
+        self.producer = LogProducer(bootstrap, {}, topic, timeout_s=TIMEOUT_S)
+
+    def records(self, eid: EpochId, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            record = ChangeRecord(RowKind.INSERT, self.schema.key_of(row), row, eid)
+            self.producer.send(*encode_change(record, self.schema))
+        self.producer.flush()
+
+    def commit(self, eid: EpochId, rows: list[dict[str, Any]]) -> int:
+        """Append ``rows`` to Delta as the epoch's commit (its metadata, its transaction id)."""
+        with KafkaAdmin(self.bootstrap, timeout_s=TIMEOUT_S) as admin:
+            offsets = admin.end_offsets(self.topic)
+        data = pa.table({"id": pa.array([r["id"] for r in rows], pa.int64()),
+                         "name": pa.array([r["name"] for r in rows], pa.string())})  # fmt: skip
+        props = CommitProperties(
+            custom_metadata={"userMetadata": commit_metadata(eid, offsets)},
+            app_transactions=[Transaction(eid.writer, eid.epoch)],
+        )
+        write_deltalake(str(self.table), data, mode="append", commit_properties=props)
+        return max(int(p.stem) for p in (self.table / "_delta_log").glob("*.json"))
+
+    def markers(self, eid: EpochId, version: int) -> None:
+        _, value, headers = encode_marker(CommitMarker(eid, version))
+        for partition in range(self.producer.partition_count()):
+            self.producer.send(None, value, headers, partition=partition)
+        self.producer.flush()
+
+    def epoch(self, eid: EpochId, rows: list[dict[str, Any]]) -> int:
+        self.records(eid, rows)
+        version = self.commit(eid, rows)
+        self.markers(eid, version)
+        return version
+
+    def close(self) -> None:
+        self.producer.close()
+
+
+def _table(tmp_path: Path, bootstrap: str, topic: str) -> Writer:
+    table = write_table(tmp_path / "wh", _ddl("db.orders", topic, bootstrap))
+    with KafkaAdmin(bootstrap, timeout_s=TIMEOUT_S) as admin:
+        admin.create_topic(topic, 2, 1, {})
+    schema = RowSchema.of(load_table(tmp_path / "wh", "db.orders").spec)
+    return Writer(table, bootstrap, topic, schema)
+
+
+def test_verify_exits_0_when_equal_and_1_with_a_forged_epoch(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> None:
+    writer = _table(tmp_path, kafka_bootstrap, topic_name)
+    try:
+        rows = [{"id": i, "name": f"n{i}"} for i in range(50)]
+        writer.epoch(EpochId("w-e2e", 0, "a-0"), rows[:30])
+        version = writer.epoch(EpochId("w-e2e", 1, "a-1"), rows[30:])
+
+        t0 = time.monotonic()
+        result = _run("verify", "db.orders", "--json", cwd=tmp_path)
+        took = time.monotonic() - t0
+        assert result.returncode == 0, result.stderr
+        d = json.loads(result.stdout)
+        assert d["equal"] is True and d["table"] == "db.orders" and d["delta_version"] == version
+        assert d["epoch"] == {"writer": "w-e2e", "epoch": 1, "attempt": "a-1"}
+        assert d["log"]["records"] == 50 and d["log"]["markers"] == 4
+        assert d["log"]["partitions"] == 2 and d["delta"]["rows"] == 50
+        assert sum(d["log"]["end_offsets"].values()) == 54
+        assert [d[k]["count"] for k in ("missing", "extra", "different")] == [0, 0, 0]
+        assert result.stderr == ""  # --json: no success line
+        print(f"verify --json (a process, 50 rows): {took:.2f} s")
+
+        people = _run("verify", "db.orders", cwd=tmp_path)
+        assert people.returncode == 0, people.stderr
+        assert "equal" in people.stdout and "w-e2e" in people.stdout
+        assert f"the committed log equals the Delta table at version {version}" in people.stderr
+
+        # a writer that never committed to Delta, whose markers claim the last version
+        forged = EpochId("intruder", 0, "x")
+        writer.records(forged, [{"id": 7, "name": "forged"}, {"id": 1000, "name": "new"}])
+        writer.markers(forged, version)
+        result = _run("verify", "db.orders", "--json", cwd=tmp_path)
+        assert result.returncode == 1, result.stderr
+        d = json.loads(result.stdout)
+        assert d["equal"] is False and d["reason"] is None
+        assert (d["extra"]["count"], d["different"]["count"]) == (1, 1)
+        assert d["different"]["examples"][0] == {
+            "key": {"id": 7},
+            "log": {"id": 7, "name": "forged"},
+            "delta": {"id": 7, "name": "n7"},
+            "columns": ["name"],
+        }
+        assert "error: the log and the Delta table differ: 0 missing, 1 extra, 1 different" in (
+            result.stderr
+        )
+
+        people = _run("verify", "db.orders", cwd=tmp_path)
+        assert people.returncode == 1
+        assert "not equal" in people.stdout and '{"id":1000}' in people.stdout
+    finally:
+        writer.close()
+
+
+def test_markers_not_published_exit_1_with_the_reason(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> None:
+    writer = _table(tmp_path, kafka_bootstrap, topic_name)
+    try:
+        eid = EpochId("w-crash", 0, "a-0")
+        rows = [{"id": i, "name": "x"} for i in range(10)]
+        writer.records(eid, rows)
+        version = writer.commit(eid, rows)  # and the job died before its markers
+        result = _run("verify", "db.orders", "--json", cwd=tmp_path)
+        assert result.returncode == 1
+        d = json.loads(result.stdout)
+        reason = (
+            f"epoch 0 of writer w-crash committed as Delta version {version} but its commit "
+            "markers are not in partitions [0, 1]: run the ingest job again (same "
+            "--job/--checkpoint) to publish them"
+        )
+        assert d["equal"] is False and d["reason"] == reason and d["missing"] is None
+        assert f"error: {reason}" in result.stderr
+
+        writer.markers(eid, version)  # what the next run of the job does first
+        assert _run("verify", "db.orders", "--json", cwd=tmp_path).returncode == 0
+    finally:
+        writer.close()
+
+
+def test_a_missing_table_and_a_table_without_a_log(tmp_path: Path) -> None:
+    write_table(tmp_path / "wh", "CREATE TABLE db.orders (id BIGINT) USING delta")
+    result = _run("verify", "db.ordrs", "--json", cwd=tmp_path)
+    assert result.returncode == TableNotFoundError.exit_code == 1
+    assert "error: table 'db.ordrs' not found" in result.stderr and "db.orders" in result.stderr
+    assert result.stdout == "" and "Traceback" not in result.stderr
+
+    result = _run("verify", "db.orders", "--json", cwd=tmp_path)
+    assert result.returncode == EXIT_INVALID_INPUT
+    assert "error: table db.orders has no log store to verify" in result.stderr
+
+
+def test_verify_starts_no_spark(tmp_path: Path, kafka_bootstrap: str, topic_name: str) -> None:
+    writer = _table(tmp_path, kafka_bootstrap, topic_name)
+    try:
+        writer.epoch(EpochId("w", 0, "a"), [{"id": 1, "name": "x"}])
+    finally:
+        writer.close()
+    code = (
+        "import sys\n"
+        "from logstore_cli.cli.app import run\n"
+        f"rc = run(['verify', 'db.orders', '--json', '--warehouse', {str(tmp_path / 'wh')!r}])\n"
+        "print(rc, sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, cwd=tmp_path)  # fmt: skip
+    assert proc.stderr.strip().splitlines()[-1] == "0 []"
+    assert json.loads(proc.stdout)["equal"] is True
