@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from logstore_cli.catalog.tables import StoredTable
 from logstore_cli.errors import InvalidInputError
@@ -222,7 +222,7 @@ def read_with_consumer(
     is true (follow), or at ``--limit``."""
     from logstore_cli.catalog.epochs import epoch_commits
     from logstore_cli.catalog.snapshot import snapshot_batches
-    from logstore_cli.read.consumer import LogReader, ReaderCheckpoint, SourceConf
+    from logstore_cli.read.consumer import LogReader, ReaderCheckpoint, ReaderDecider, SourceConf
 
     assert req.level is not None and req.start is not None and req.spec.log_store is not None
     began = time.monotonic()
@@ -271,14 +271,18 @@ def read_with_consumer(
             start = reader.start_offsets(hybrid if hybrid is not None else req.start)
             end = None if req.follow else reader.end_offsets()
             summary.end_offsets = dict(end or {})
+            saved_at: dict[int, int] | None = None
+            positions = cast(ReaderDecider, reader.decider).positions  # where the read is
             for batch in reader.read(start, end, stop=stop):
                 for partition, emission in batch:
                     if emission.retraction:
                         summary.retractions += 1
                     emit(emission.kind, emission.row, plan.emission_meta(partition, emission))
                 sink.flush()
-                if store is not None:
+                if store is not None and positions != saved_at:
+                    # Only when the read moved on: an idle follow polls ten times a second.
                     store.save(reader.decider)
+                    saved_at = dict(positions)
         except _Limit:
             summary.limited = True
             sink.flush()
