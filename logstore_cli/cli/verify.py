@@ -123,7 +123,7 @@ def _render(console: Console, d: dict[str, Any]) -> None:
             "log read",
             f"{log['records']:,} change records, {log['markers']:,} markers"
             + (f", {log['skipped']:,} skipped" if log["skipped"] else "")
-            + f"; {log['changes']:,} committed changes of {log['epochs']:,} epochs folded",
+            + f"; {log['changes']:,} committed changes of {log['epochs']:,} epochs up to it",
         ),
     ]
     if d["missing"] is not None:
@@ -137,18 +137,19 @@ def _render(console: Console, d: dict[str, Any]) -> None:
         found = d[kind]
         if not found or not found["count"]:
             continue
+        headers = {"missing": ["key", "Delta row"], "extra": ["key", "log row"]}.get(
+            kind, ["key", "log row", "Delta row", "columns"]
+        )
         rows = []
         for ex in found["examples"]:
-            copies = ""
-            if "log_copies" in ex:
-                copies = f" (copies: log {ex['log_copies']}, Delta {ex['delta_copies']})"
             key = "(no key)" if ex["key"] is None else _row(ex["key"])
-            rows.append((key + copies, _row(ex["log"]), _row(ex["delta"]),
-                         ", ".join(ex.get("columns", []))))  # fmt: skip
+            if "log_copies" in ex:
+                key += f" (copies: log {ex['log_copies']}, Delta {ex['delta_copies']})"
+            cells = {"key": key, "log row": _row(ex["log"]), "Delta row": _row(ex["delta"]),
+                     "columns": ", ".join(ex.get("columns", []))}  # fmt: skip
+            rows.append([cells[h] for h in headers])
         shown = f" ({len(rows)} of {found['count']:,} shown)" if rows else ""
-        parts.append(
-            simple_table(f"{title}{shown}", ["key", "log row", "Delta row", "columns"], rows)
-        )
+        parts += [Text(f"{title}{shown}", style="bold"), simple_table(None, headers, rows)]
     for note in d["notes"]:
         parts.append(Text(f"note: {note}", style="dim"))
     console.print(
