@@ -235,7 +235,8 @@ def verify_table(
     schema = RowSchema.of(spec)
     # Step 1: V first, then the log's offsets (see the module's docstring).
     commits = list(epoch_commits(path))
-    latest = max(commit_versions(path), default=stored.state.version)
+    versions = commit_versions(path)  # newest first
+    latest = versions[0] if versions else stored.state.version
     at = commits[0] if commits else None
     bound = None if at is None else at.version
     result = VerifyResult(
@@ -270,6 +271,22 @@ def verify_table(
             "log.topic.retention.ms = -1 (alter-table --set) if verify matters for this table"
         )
         return done()
+    short = {p: end for p, end in sorted((at.offsets if at else {}).items())
+             if p in marks and marks[p][1] < end}  # fmt: skip
+    if at is not None and short:
+        where = ", ".join(
+            f"partition {p} ends at offset {marks[p][1]}, before {end}" for p, end in short.items()
+        )
+        result.reason = (
+            f"the topic holds fewer records than epoch {at.epoch.epoch} of writer "
+            f"{at.epoch.writer} (Delta version {at.version}) recorded: {where}; the topic was "
+            "deleted and created again, or its records deleted"
+        )
+        result.hint = (
+            "the log cannot be compared with this table any more; drop the table with "
+            "--delete-topic and create it again to start over"
+        )
+        return done()
 
     # Step 2: the log, partition by partition.
     log_read = _LogRead(source, bound)
@@ -298,7 +315,7 @@ def verify_table(
             "table's latest epoch commit before anything else; any ingest of the table does"
         )
         return done()
-    _protocol_notes(result, log_read.released, committed, commits)
+    _protocol_notes(result, log_read.released, committed, commits, versions[-1] if versions else 0)
     released = log_read.released
 
     # Step 4: both sides folded, and compared.
@@ -451,14 +468,15 @@ def _protocol_notes(
     released: _Released,
     committed: Mapping[tuple[str, int], EpochCommit],
     commits: list[EpochCommit],
+    oldest: int,
 ) -> None:
-    """What the markers say that Delta does not agree with (notes: the data decides equality)."""
+    """What the markers say that Delta does not agree with (notes: the data decides equality).
+    ``oldest`` is the oldest version whose commit file the Delta log still holds."""
     if released.later:
         result.notes.append(
             f"{len(released.later)} epochs committed after Delta version {result.delta_version} "
             "(while verify ran) were not compared"
         )
-    oldest = min((c.version for c in commits), default=0)
     by_version = {c.version: c for c in commits}
     wrong: list[str] = []
     for eid, versions in sorted(released.versions.items()):

@@ -322,3 +322,34 @@ def test_a_table_without_a_log_store_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(InvalidInputError, match="has no log store"):
         verify_table(load_table(tmp_path, "db.plain"), MemLog())
+
+
+def test_a_topic_holding_less_than_the_last_commit_recorded_was_recreated(table: Table) -> None:
+    log = MemLog()
+    log.change(0, W, 1)
+    log.change(1, W, 2)
+    version = table.commit(W, log.ends(), rows((1, "a"), (2, "a")))
+    fresh = MemLog()  # the topic deleted and created again: empty
+    fresh.change(1, EpochId("w2", 0, "b"), 3)
+    result = table.verify(fresh)
+    assert not result.equal and result.diff is None
+    assert result.reason == (
+        f"the topic holds fewer records than epoch 0 of writer w1 (Delta version {version}) "
+        "recorded: partition 0 ends at offset 0, before 1; the topic was deleted and created "
+        "again, or its records deleted"
+    )
+
+
+def test_a_marker_naming_a_version_that_is_no_epoch_is_a_protocol_note(table: Table) -> None:
+    log = MemLog()
+    log.change(0, W, 1)
+    version = table.commit(W, log.ends(), rows((1, "a")))
+    log.marker(W, version)
+    odd = EpochId("w3", 0, "c")
+    log.marker(odd, 0)  # version 0 is create-table's commit
+    d = table.verify(log).to_json()
+    assert d["equal"], d
+    assert d["notes"] == [
+        "protocol: a marker of epoch 0 of writer w3 names Delta version 0, which holds no ingest "
+        "epoch"
+    ]
