@@ -75,6 +75,7 @@ TUNING: Final[Mapping[str, int]] = {
 DEFAULT_GROUP: Final = "logstore-reader"
 
 BATCH: Final = 10_000  # messages per consume() call
+_NO_END: Final = 1 << 63  # the end offset of a following read's partitions
 _STEP_S: Final = 0.2  # first wait of a metadata request; doubles up to _STEP_MAX_S
 _STEP_MAX_S: Final = 1.0
 _PROBE_EVERY_S: Final = (
@@ -723,7 +724,7 @@ class LogReader:
         positions = self._resume_offsets(start, marks)
         ends: dict[int, int] = {}
         for partition, at in positions.items():
-            ends[partition] = -1 if end is None else end.get(partition, at)
+            ends[partition] = _NO_END if end is None else end.get(partition, at)
         self._decider.positions.update(positions)
         active = {p for p, at in positions.items() if follow or at < ends[p]}
         for partition in sorted(active):
@@ -749,6 +750,8 @@ class LogReader:
         stats = self._stats
         schema = source.schema
         deciders = {p: self._decider.partition(p) for p in positions}
+        feed = {p: d.feed for p, d in deciders.items()}
+        retracts = self._level == "eventual"  # the only level that retracts
         base = self._stats.records, self._stats.markers
         seen = (
             sum(d.stats.records for d in deciders.values()),
@@ -765,36 +768,34 @@ class LogReader:
             messages = source._consume(BATCH, poll_s)
             out: list[tuple[int, Emission]] = []
             done: list[int] = []
-            for msg in messages:
+            for msg in messages:  # the hot path: once per record
                 err = msg.error()
-                partition = msg.partition()
-                if err is not None:
-                    if err.code() == _EOF:
-                        offset = msg.offset()
-                        if offset > reader_positions[partition]:
-                            reader_positions[partition] = offset
-                        if not follow and offset >= ends[partition] and partition in active:
-                            active.discard(partition)
-                            done.append(partition)
-                    else:
-                        source._message_error(err, msg, follow=follow)
-                    continue
-                offset = msg.offset()
-                if not follow and offset >= ends[partition]:
-                    if partition in active:
-                        active.discard(partition)
-                        done.append(partition)
-                    continue
-                reader_positions[partition] = offset + 1
-                try:
-                    item = decode(msg.key(), msg.value(), msg.headers(), schema)
-                except WireFormatError as exc:
-                    source._skip(exc, partition, offset, stats)
+                if err is None:
+                    partition = msg.partition()
+                    offset = msg.offset()
+                    if offset < ends[partition]:
+                        reader_positions[partition] = offset + 1
+                        try:
+                            item = decode(msg.key(), msg.value(), msg.headers(), schema)
+                        except WireFormatError as exc:
+                            source._skip(exc, partition, offset, stats)
+                        else:
+                            emitted = feed[partition](offset, item)
+                            if emitted:
+                                out.extend([(partition, e) for e in emitted])
+                        if offset + 1 < ends[partition]:
+                            continue
+                elif err.code() == _EOF:
+                    partition = msg.partition()
+                    offset = msg.offset()
+                    if offset > reader_positions[partition]:
+                        reader_positions[partition] = offset
+                    if offset < ends[partition]:
+                        continue
                 else:
-                    emitted = deciders[partition].feed(offset, item)
-                    if emitted:
-                        out.extend([(partition, e) for e in emitted])
-                if not follow and offset + 1 >= ends[partition]:
+                    source._message_error(err, msg, follow=follow)
+                    continue
+                if partition in active:  # a bounded read reached the partition's end
                     active.discard(partition)
                     done.append(partition)
             now = time.monotonic()
@@ -806,7 +807,8 @@ class LogReader:
                     log.warning("Kafka at %s is reachable again; reading on", source.conf.bootstrap)
             if out:
                 stats.emitted += len(out)
-                stats.retractions += sum(1 for _, e in out if e.retraction)
+                if retracts:
+                    stats.retractions += sum(1 for _, e in out if e.retraction)
             if done:
                 source._release(done)
             stats.records = base[0] + sum(d.stats.records for d in deciders.values()) - seen[0]
