@@ -34,7 +34,7 @@ from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog.epochs import EpochCommit, commit_versions, epoch_commits
 from logstore_cli.catalog.tables import StoredTable
 from logstore_cli.errors import InvalidInputError, LogstoreError
-from logstore_cli.logformat.consistency import Emission, Item, TopicDecider
+from logstore_cli.logformat.consistency import Item, TopicDecider
 from logstore_cli.logformat.wire import CommitMarker, RowSchema
 from logstore_cli.read.consumer import ReadStats
 from logstore_cli.read.fold import EXAMPLES, ArrowRows, Diff, FoldedState, compare
@@ -148,7 +148,7 @@ class VerifyResult:
 class _Released:
     """What the markers read so far released, by the Delta version they name."""
 
-    kept: list[Emission] = field(default_factory=list)  # markers naming V or older
+    kept: int = 0  # changes of markers naming V or older (folded as they come)
     epochs: set[tuple[str, int]] = field(default_factory=set)
     later: set[tuple[str, int]] = field(default_factory=set)  # markers naming a version after V
     log_only: dict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
@@ -163,9 +163,10 @@ class _LogRead:
     """Partitions read through one decider at level ``committed``, each up to an end offset that
     may be moved on (``extend``)."""
 
-    def __init__(self, source: LogRange, bound: int | None) -> None:
+    def __init__(self, source: LogRange, bound: int | None, schema: RowSchema) -> None:
         self.source = source
         self.bound = bound  # V (None: no epoch commit, every versioned marker counts)
+        self.state = FoldedState(schema)  # what markers naming V or older released, folded
         self.decider = TopicDecider("committed")
         self.released = _Released()
         self.position: dict[int, int] = {}
@@ -186,7 +187,9 @@ class _LogRead:
             elif self.bound is None or version <= self.bound:
                 released.versions[eid].add(version)
                 released.epochs.add(eid)
-                released.kept += emissions
+                released.kept += len(emissions)
+                for emission in emissions:
+                    self.state.apply(emission.kind, emission.row)
             else:
                 released.later.add(eid)
         self.position[partition] = max(self.position.get(partition, start), end)
@@ -289,7 +292,7 @@ def verify_table(
         return done()
 
     # Step 2: the log, partition by partition.
-    log_read = _LogRead(source, bound)
+    log_read = _LogRead(source, bound, schema)
     for p, (low, high) in sorted(marks.items()):
         log_read.read(p, low, high)
 
@@ -316,10 +319,9 @@ def verify_table(
         )
         return done()
     _protocol_notes(result, log_read.released, committed, commits, versions[-1] if versions else 0)
-    released = log_read.released
 
     # Step 4: both sides folded, and compared.
-    log_state = FoldedState(schema).fold((e.kind, e.row) for e in released.kept)
+    log_state = log_read.state
     if log_state.stats.absent_removals:
         result.notes.append(
             f"{log_state.stats.absent_removals} committed removals (-U/-D) in the log concern "
@@ -370,7 +372,7 @@ def _read_notes(
     summary.records, summary.markers = stats.records, stats.markers
     summary.skipped = stats.foreign + stats.malformed
     summary.end_offsets.update(log_read.position)  # moved on while waiting for markers
-    summary.epochs, summary.changes = len(released.epochs), len(released.kept)
+    summary.epochs, summary.changes = len(released.epochs), released.kept
     if stats.foreign:
         result.notes.append(
             f"{stats.foreign} records without logstore headers (another producer's) were skipped"
@@ -403,7 +405,7 @@ def _without_epoch(
     if released.kept:
         versions = sorted({v for vs in released.versions.values() for v in vs})
         result.reason = (
-            f"the log holds {len(released.kept)} changes of {len(released.epochs)} epochs whose "
+            f"the log holds {released.kept} changes of {len(released.epochs)} epochs whose "
             f"markers name Delta versions {_listed(versions)}, but the Delta log records no "
             "ingest epoch"
         )
