@@ -9,6 +9,7 @@ failed attempt's records newest first, ``none`` shows every change record.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -328,8 +329,12 @@ def test_a_bad_option_is_a_clear_error(
 
 
 def test_an_unknown_table_names_the_warehouse(spark: SparkSession, table: Table) -> None:
-    with pytest.raises(Exception, match=r"format\(\"logstore\"\): .*db\.nope"):
+    where = re.escape(str(table.warehouse))
+    with pytest.raises(Exception, match=rf"format\(\"logstore\"\): table 'db\.nope' not found in "
+                       rf"warehouse {where} \(hint: "):  # fmt: skip
         spark.read.format("logstore").options(**table.options()).load("db.nope")
+    with pytest.raises(Exception, match=r"format\(\"logstore\"\): no table given \(hint: name "):
+        spark.read.format("logstore").options(**table.options()).load()
 
 
 # -- stream -----------------------------------------------------------------------------------------
