@@ -637,6 +637,12 @@ class LogReader:
     def source(self) -> LogSource:
         return self._source
 
+    @property
+    def positions(self) -> dict[int, int]:
+        """Where the read is in each partition: the offset after the last record or end of
+        partition it saw (for progress and lag; saved with the decider's state)."""
+        return dict(self._decider.positions)
+
     def pending(self) -> dict[int, list[PendingEpoch]]:
         return self._decider.pending()
 
@@ -787,7 +793,9 @@ class LogReader:
                             continue
                 elif err.code() == _EOF:
                     partition = msg.partition()
-                    offset = msg.offset()
+                    # The end of a partition may lie past a bounded read's end: the records in
+                    # between were not read, so the position (a checkpoint's) must not pass them.
+                    offset = min(msg.offset(), ends[partition])
                     if offset > reader_positions[partition]:
                         reader_positions[partition] = offset
                     if offset < ends[partition]:
