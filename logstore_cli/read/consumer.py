@@ -78,9 +78,10 @@ BATCH: Final = 10_000  # messages per consume() call
 _NO_END: Final = 1 << 63  # the end offset of a following read's partitions
 _STEP_S: Final = 0.2  # first wait of a metadata request; doubles up to _STEP_MAX_S
 _STEP_MAX_S: Final = 1.0
-_PROBE_EVERY_S: Final = (
-    1.0  # while the cluster is down (follow): how often to ask whether it is back
-)
+#: How often a following read looks for partitions added to the topic.
+DISCOVER_EVERY_S = 10.0
+# While the cluster is down (follow): how often to ask whether it is back.
+_PROBE_EVERY_S: Final = 1.0
 
 _NOT_FOUND: Final = frozenset(
     {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
@@ -768,6 +769,7 @@ class LogReader:
         idle_since = time.monotonic()
         lost = False  # follow: the cluster is down and that was reported
         next_probe = 0.0
+        next_discovery = time.monotonic() + DISCOVER_EVERY_S
         while active:
             if stop():
                 return
@@ -838,12 +840,51 @@ class LogReader:
                         log.warning(
                             "Kafka at %s is reachable again; reading on", source.conf.bootstrap
                         )
+                if not lost and now >= next_discovery:
+                    next_discovery = now + DISCOVER_EVERY_S
+                    added = self._new_partitions(positions)
+                    for partition, low in added.items():
+                        positions[partition] = reader_positions[partition] = low
+                        ends[partition] = _NO_END
+                        deciders[partition] = self._decider.partition(partition)
+                        feed[partition] = deciders[partition].feed
+                        active.add(partition)
+                    source._assign(added)
             elif active and now - idle_since >= timeout_s:
                 raise source._stalled(
                     {p: reader_positions[p] for p in active}, {p: ends[p] for p in active}
                 )
             elif active:
                 source._raise_if_fatal()
+
+    def _new_partitions(self, known: Mapping[int, int]) -> dict[int, int]:
+        """Partitions added to the topic since the read began (a following read), each with its
+        earliest offset: everything in them was written after the read began. Best effort: what
+        cannot be asked now is asked at the next check."""
+        client = self._source._client()
+        try:
+            metadata = client.list_topics(self.topic, timeout=_STEP_MAX_S)
+        except KafkaException:
+            return {}
+        topic = metadata.topics.get(self.topic)
+        if topic is None or topic.error is not None:
+            return {}  # a deleted topic or a refusal shows in the records' errors
+        added: dict[int, int] = {}
+        for partition in sorted(set(topic.partitions) - set(known)):
+            try:
+                found = client.get_watermark_offsets(
+                    TopicPartition(self.topic, partition), timeout=_STEP_MAX_S, cached=False
+                )
+            except KafkaException:
+                continue
+            if found is not None:
+                added[partition] = int(found[0])
+        if added:
+            log.info(
+                "Kafka topic %r has new partitions %s; reading them from their start",
+                self.topic, ", ".join(map(str, added)),
+            )  # fmt: skip
+        return added
 
     def _probe(self) -> bool:
         """Whether a broker answers a metadata request now (follow, while the cluster is down)."""

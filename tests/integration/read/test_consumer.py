@@ -30,6 +30,7 @@ from logstore_cli.logformat.wire import (
     encode_change,
     encode_marker,
 )
+from logstore_cli.read import consumer
 from logstore_cli.read.consumer import (
     LogReader,
     LogSource,
@@ -332,6 +333,32 @@ def test_a_following_read_sees_a_record_written_after_it_started_and_stops_on_re
         assert [(p, e.row["id"]) for p, e in got] == [(partition, 42)]
         stopped = True
         assert list(batches) == []
+
+
+def test_a_following_read_reads_partitions_added_to_the_topic(
+    kafka_bootstrap: str, conf: SourceConf, log: Log, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(consumer, "DISCOVER_EVERY_S", 0.2)
+    with LogReader(conf, SCHEMA, "none") as reader:
+        batches = reader.read(reader.start_offsets(Start("latest")), None)
+        assert next(batches) == []
+        with KafkaAdmin(kafka_bootstrap, timeout_s=TIMEOUT_S) as admin:
+            admin.add_partitions(conf.topic, PARTITIONS + 1)
+        record = ChangeRecord(
+            RowKind.INSERT,
+            {"id": 7},
+            {"id": 7, "name": "new", "price": None},
+            EpochId("w-1", 0, "a"),
+        )
+        log.producer.send(*encode_change(record, SCHEMA), partition=PARTITIONS)
+        log.producer.flush()
+        got: list[tuple[int, Emission]] = []
+        deadline = time.monotonic() + FOLLOW_S
+        while not got:
+            assert time.monotonic() < deadline, "the new partition's record did not arrive"
+            got += next(batches)
+        assert [(p, e.offset, e.row["id"]) for p, e in got] == [(PARTITIONS, 0, 7)]
+        assert reader.positions[PARTITIONS] == 1
 
 
 def _follow_until(
