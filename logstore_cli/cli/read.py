@@ -339,7 +339,8 @@ def _finish(out: Output, req: ReadRequest, summary: ReadSummary, json_: bool) ->
             pairs.append(
                 ("snapshot", f"v{summary.snapshot_version}: {summary.snapshot_rows:,} rows")
             )
-        pairs.append(("log records", f"{summary.records:,} (+{summary.markers:,} markers)"))
+        if req.engine == "consumer":  # Spark's tasks read the records: it counts rows only
+            pairs.append(("log records", f"{summary.records:,} (+{summary.markers:,} markers)"))
         if summary.retractions:
             pairs.append(("retractions", f"{summary.retractions:,}"))
         if summary.skipped:

@@ -25,6 +25,7 @@ from logstore_cli.errors import InvalidInputError, LogstoreError
 from logstore_cli.logformat.wire import RowKind
 from logstore_cli.paths import private_dir, state_home
 from logstore_cli.read import plan
+from logstore_cli.read.fold import ArrowRows
 from logstore_cli.read.service import ReadRequest, ReadSummary, Sink
 
 KIND = "_ls_kind"
@@ -207,9 +208,11 @@ def _meta(row: Mapping[str, Any], summary: ReadSummary) -> dict[str, Any]:
 
 def _drain(frame: DataFrame, req: ReadRequest, sink: Sink, summary: ReadSummary) -> int:
     names = req.schema.names
+    arrow = ArrowRows(req.schema)
     count = 0
     for row in _rows(frame):
-        sink.change(RowKind(row[KIND]), {n: row[n] for n in names}, _meta(row, summary))
+        data = arrow({n: row[n] for n in names})
+        sink.change(RowKind(row[KIND]), data, _meta(row, summary))
         count += 1
     sink.flush()
     return count
@@ -230,12 +233,15 @@ def _follow(
     lock = threading.Lock()
     state = {"rows": summary.snapshot_rows, "limited": False}
 
+    arrow = ArrowRows(req.schema)
+
     def batch(frame: DataFrame, batch_id: int) -> None:
         with lock:
             for row in _rows(frame.select(*names, KIND, *LOG_META)):
                 if state["limited"]:
                     return
-                sink.change(RowKind(row[KIND]), {n: row[n] for n in names}, _meta(row, summary))
+                data = arrow({n: row[n] for n in names})
+                sink.change(RowKind(row[KIND]), data, _meta(row, summary))
                 state["rows"] += 1
                 if req.limit is not None and state["rows"] >= req.limit:
                     state["limited"] = True

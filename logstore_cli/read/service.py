@@ -223,6 +223,7 @@ def read_with_consumer(
     from logstore_cli.catalog.epochs import epoch_commits
     from logstore_cli.catalog.snapshot import snapshot_batches
     from logstore_cli.read.consumer import LogReader, ReaderCheckpoint, ReaderDecider, SourceConf
+    from logstore_cli.read.fold import ArrowRows
 
     assert req.level is not None and req.start is not None and req.spec.log_store is not None
     began = time.monotonic()
@@ -261,12 +262,12 @@ def read_with_consumer(
             if hybrid is not None:
                 summary.snapshot_version = hybrid.version
                 meta = {"version": hybrid.version}
-                for rows in snapshot_batches(
-                    req.table.ref.path, hybrid.version, list(schema.names)
-                ):
+                arrow = ArrowRows(schema)  # Arrow's Python values as the wire format takes them
+                path = req.table.ref.path
+                for rows in snapshot_batches(path, hybrid.version, list(schema.names)):
                     for row in rows:
                         summary.snapshot_rows += 1
-                        emit(RowKind.INSERT, row, meta)
+                        emit(RowKind.INSERT, arrow(row), meta)
                 sink.flush()
             start = reader.start_offsets(hybrid if hybrid is not None else req.start)
             end = None if req.follow else reader.end_offsets()
