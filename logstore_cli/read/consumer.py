@@ -404,11 +404,18 @@ class LogSource:
         stats.malformed += 1
         if partition not in self._warned_malformed:
             self._warned_malformed.add(partition)
-            # The reason names headers and columns, never the record's bytes.
+            # Not exc.message: it may quote the record's values, which may be confidential.
+            why = (
+                "a column value does not fit the table's type"
+                if exc.reason == "value"
+                else "it claims logstore wire format 1 but breaks it (headers, key or value)"
+            )
             log.warning(
-                "skipping a malformed record at partition %d offset %d of topic %r: %s "
-                "(further malformed records of this partition are counted, not logged)",
-                partition, offset, self.topic, exc.message,
+                "skipping a malformed record at partition %d offset %d of topic %r: %s; further "
+                "malformed records of this partition are counted, not logged (look at it with "
+                "kafka-console-consumer --partition %d --offset %d --max-messages 1 "
+                "--property print.headers=true)",
+                partition, offset, self.topic, why, partition, offset,
             )  # fmt: skip
 
     def _on_error(self, err: KafkaError) -> None:
