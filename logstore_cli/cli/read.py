@@ -12,16 +12,16 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import FrameType
-from typing import IO, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from logstore_cli.cli.context import make_context
+from logstore_cli.cli.context import Context, make_context
 from logstore_cli.cli.options import JsonOpt, config_options
 from logstore_cli.cli.output import Output, key_value_table
 from logstore_cli.cli.tables import TableArg
@@ -29,6 +29,9 @@ from logstore_cli.config import Overrides, Uses
 from logstore_cli.logformat.wire import RowKind, RowSchema
 from logstore_cli.read import plan
 from logstore_cli.read.service import ReadRequest, ReadSummary, build_request
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 LOG_PANEL = "Log reads (--mode log)"
 FILE_PANEL = "Delta reads (--mode file)"
@@ -270,9 +273,11 @@ def read(
     elif target.kind == "table":
         sink = TerminalTable(req.schema, out.out, follow=req.follow, cap=cap)
     _describe_start(out, req)
+    # Spark installs its own SIGINT handler when it starts: ours goes in after it.
+    spark = _session(ctx, out, req) if req.engine == "spark" else None
     with StopOnCtrlC(out) as stopper:
         try:
-            summary = _run(ctx, out, req, sink, stopper.requested.is_set)
+            summary = _run(spark, req, sink, stopper.requested.is_set)
         except BrokenPipeError:
             # The reader of stdout went away (e.g. `| head`): not an error of the read.
             _silence_stdout()
@@ -294,22 +299,28 @@ def read(
         raise interrupt
 
 
-def _run(ctx: Any, out: Output, req: ReadRequest, sink: Any, stop: Any) -> ReadSummary:
-    if req.engine == "consumer":
-        from logstore_cli.read.service import read_with_consumer
-
-        return read_with_consumer(req, sink, stop=stop)
-    from logstore_cli.jobs import read as read_job
+def _session(ctx: Context, out: Output, req: ReadRequest) -> SparkSession:
     from logstore_cli.jobs.spark import SparkSettings, build_session
 
     with out.status("starting Spark …"):
-        spark = build_session(
+        return build_session(
             SparkSettings(
                 master=ctx.config.spark.master,
                 conf=ctx.config.spark.conf,
                 app_name=f"logstore read {req.name}",
             )
         )
+
+
+def _run(
+    spark: SparkSession | None, req: ReadRequest, sink: Any, stop: Callable[[], bool]
+) -> ReadSummary:
+    if spark is None:
+        from logstore_cli.read.service import read_with_consumer
+
+        return read_with_consumer(req, sink, stop=stop)
+    from logstore_cli.jobs import read as read_job
+
     return read_job.run(spark, req, sink, stop=stop)
 
 
