@@ -504,8 +504,16 @@ class LogSource:
             self._consumer.unassign()
 
     def _consume(self, count: int, timeout: float) -> list[_Record]:
+        """Up to ``count`` records already fetched; when there are none, wait at most ``timeout``
+        for the first. (``consume(count, timeout)`` waits the whole time-out unless ``count``
+        records come: a following read showed each record 60 ms late at the median, 110-150 ms
+        at p99; now 0.3 ms and 2-13 ms, scripts/bench_read.py.)"""
+        client = self._client()
         try:
-            return cast(list[_Record], self._client().consume(count, timeout))
+            found = client.consume(count, 0)
+            if not found and timeout > 0:
+                found = client.consume(1, timeout)  # returns as soon as one record is there
+            return cast(list[_Record], found)
         except KafkaException as exc:
             raise self._errors.map(exc, self._read_op) from None
 
