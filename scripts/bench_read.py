@@ -772,6 +772,9 @@ class Reads:
         cases = {RAW: self.raw, CONSUMER: self.consumer, JSONL: self.jsonl, SPARK: self.spark_read}
         startup, read = cases[case]()
         cpu = cpu_used(cpu0, cpu_snapshot(self.cpu_roots))
+        if case != SPARK:
+            # Spark's idle Python workers exit meanwhile and take their CPU time out of the tree
+            cpu.pop("spark", None)
         return Run(case, round_no, startup, read, self.records, cpu)
 
     def raw(self) -> tuple[float, float]:
