@@ -119,6 +119,9 @@ def _file_frame(spark: SparkSession, req: ReadRequest, summary: ReadSummary) -> 
     return frame.select(*names, F.lit("+I").alias(KIND))
 
 
+_VERSION_ERRORS = ("TIME_TRAVEL", "VERSION", "TIMESTAMP", "CDC", "CHANGE_DATA", "CDF")
+
+
 def _guard(load: Callable[[], DataFrame]) -> DataFrame:
     """Delta's own errors for a version or timestamp it does not have, as input errors."""
     from pyspark.errors import PySparkException
@@ -127,11 +130,12 @@ def _guard(load: Callable[[], DataFrame]) -> DataFrame:
         return load()
     except PySparkException as exc:
         text = str(exc).splitlines()[0]
-        if any(s in text for s in ("VersionNotFound", "TIMESTAMP_GREATER", "TIMESTAMP_EARLIER",
-                                   "versionAsOf", "CHANGE_DATA_FEED", "changeDataFeed")):  # fmt: skip
+        condition = (exc.getCondition() or "").upper()
+        if any(s in condition for s in _VERSION_ERRORS) or "time travel" in text:
             raise InvalidInputError(
                 f"Delta cannot read that version: {text}",
-                hint="logstore status / describe show the table's versions",
+                hint="give a version or timestamp the table has (logstore status shows the "
+                "latest version)",
             ) from None
         raise LogstoreError(f"cannot read the Delta table: {text}") from exc
 
