@@ -142,6 +142,12 @@ def build_request(
     plan.choice(engine, plan.ENGINES, "--engine")
     if limit is not None and limit < 1:
         raise InvalidInputError(f"--limit must be at least 1, got {limit}")
+    if output.path is not None and (Path(output.path).exists() or Path(output.path).is_symlink()):
+        # Said before a JVM starts (the Spark engine checks again right before it writes).
+        raise InvalidInputError(
+            f"--output {output.path} already exists",
+            hint="logstore never overwrites a path: choose a new one, or remove it yourself",
+        )
     if checkpoint is not None and not checkpoint.strip():
         raise InvalidInputError("--checkpoint is empty")
     given_log = [
