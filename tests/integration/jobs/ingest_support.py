@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from deltalake import DeltaTable
 
 from logstore_cli import config as cfg
 from logstore_cli.catalog import epochs
+from logstore_cli.catalog.tables import StoredTable, load_table
 from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.logformat.consistency import decide_partitions
 from logstore_cli.logformat.wire import (
@@ -34,6 +36,10 @@ from logstore_cli.provision import service
 from logstore_cli.provision.delta_spark import SparkDeltaStore
 from logstore_cli.provision.kafka_topics import KafkaTopicStore
 from logstore_cli.provision.service import Stores
+from logstore_cli.read.consumer import LogSource, SourceConf
+from logstore_cli.read.plan import OutputSpec
+from logstore_cli.read.service import ReadRequest, build_request, read_with_consumer
+from logstore_cli.read.verify import verify_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -223,3 +229,90 @@ def check_protocol(table: TableSpec, path: Path, log: list[LogRecord]) -> dict[s
                 state[k] = normalized(e.row)
     assert state == delta_state(path), "the committed log does not fold to the Delta table"
     return {"changes": changes_, "epochs": len(committed), "partitions": len(partitions)}
+
+
+class ListSink:
+    """A read's sink that keeps every change (thread-safe: a following read runs in a thread)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._changes: list[tuple[RowKind, dict[str, Any], dict[str, Any]]] = []
+
+    def change(self, kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._changes.append((kind, dict(row), dict(meta)))
+
+    def flush(self) -> None:
+        pass
+
+    @property
+    def changes(self) -> list[tuple[RowKind, dict[str, Any], dict[str, Any]]]:
+        with self._lock:
+            return list(self._changes)
+
+
+def log_read_request(
+    stored: StoredTable, level: str, *, follow: bool = False, timeout_s: float = 15.0
+) -> ReadRequest:
+    """``logstore read TABLE --mode log --consistency LEVEL --from earliest -o jsonl``, checked as
+    the CLI checks it (the consumer engine)."""
+    return build_request(
+        stored, mode="log", engine="consumer", output=OutputSpec("jsonl"), consistent=False,
+        consistency=level, changelog="all-kinds", start="earliest", follow=follow, limit=None,
+        checkpoint=None, as_of=None, changes=False, bootstrap=None, client_properties={},
+        timeout_s=timeout_s,
+    )  # fmt: skip
+
+
+def fold_changes(
+    emitted: Iterable[tuple[RowKind, Mapping[str, Any], Mapping[str, Any]]],
+) -> dict[int, dict[str, Any]]:
+    """A read's output folded by key (retractions are changes like any other)."""
+    state: dict[int, dict[str, Any]] = {}
+    for kind, row, _ in emitted:
+        if kind in (RowKind.DELETE, RowKind.UPDATE_BEFORE):
+            state.pop(int(row["id"]), None)
+        else:
+            state[int(row["id"])] = normalized(row)
+    return state
+
+
+def assert_offsets_once_in_order(
+    emitted: Iterable[tuple[RowKind, Mapping[str, Any], Mapping[str, Any]]],
+) -> None:
+    """Each partition's records came out once each, in offset order (a read with no retractions:
+    ``committed``)."""
+    last: dict[int, int] = {}
+    for _, _, meta in emitted:
+        partition, offset = meta["partition"], meta["offset"]
+        assert offset > last.get(partition, -1), f"partition {partition}: {offset} after {last}"
+        last[partition] = offset
+
+
+def assert_log_reads_equal_delta(warehouse: Path, name: str) -> dict[str, int]:
+    """Read the table's whole log as ``logstore read --mode log`` does (``read_with_consumer``),
+    at the ``committed`` and at the ``eventual`` level: each, folded by key, equals the Delta table
+    read by delta-rs; the committed read emits each record once, in offset order; and ``verify``
+    (its Python API) finds the log equal to Delta. Returns the rows and retractions each read
+    emitted."""
+    stored = load_table(warehouse, name)
+    assert stored.spec.log_store is not None
+    log = stored.spec.log_store
+    conf = SourceConf(log.address, {}, log.topic, timeout_s=15.0)
+    with LogSource(conf, RowSchema.of(stored.spec)) as source:
+        verified = verify_table(stored, source)
+    expected = delta_state(stored.ref.path)
+    assert verified.equal, verified.to_json()
+    assert verified.diff is not None and verified.diff.delta_rows == len(expected), verified
+    counts: dict[str, int] = {}
+    for level in ("committed", "eventual"):
+        sink = ListSink()
+        summary = read_with_consumer(log_read_request(stored, level), sink)
+        emitted = sink.changes
+        assert fold_changes(emitted) == expected, f"the {level} read does not fold to Delta"
+        assert summary.rows == len(emitted) and summary.pending_epochs == 0, summary
+        if level == "committed":
+            assert summary.retractions == 0, summary
+            assert_offsets_once_in_order(emitted)
+        counts[f"{level}_rows"], counts[f"{level}_retractions"] = len(emitted), summary.retractions
+    return counts

@@ -2,7 +2,9 @@
 at each crash point of an epoch and at random times, then restarted until it finishes.
 
 After each: the Delta table equals the source folded by key; no (writer, epoch) is committed
-twice; every marker names the committed attempt; the committed log read folds to the Delta table.
+twice; every marker names the committed attempt; the committed log read folds to the Delta table,
+and so do ``logstore read``'s committed and eventual reads (the consumer engine); ``verify`` finds
+the log equal to Delta.
 Run alone with ``pytest -m crash``.
 """
 
@@ -26,6 +28,7 @@ from logstore_cli.jobs.ingest import CRASH_POINTS, KILL_AT_ENV
 from logstore_cli.logformat.wire import decode
 
 from .ingest_support import (
+    assert_log_reads_equal_delta,
     changes,
     check_protocol,
     create_table,
@@ -94,7 +97,8 @@ def _check(
     path = warehouse / "shop" / "orders"
     assert delta_state(path) == {k: normalized(v) for k, v in expected.items()}
     table = load_table(warehouse, "shop.orders").spec
-    return check_protocol(table, path, read_log(bootstrap, topic))
+    counts = check_protocol(table, path, read_log(bootstrap, topic))
+    return {**counts, **assert_log_reads_equal_delta(warehouse, "shop.orders")}
 
 
 @pytest.fixture
@@ -139,6 +143,8 @@ def test_killed_at_a_crash_point_then_restarted(
     # killed after producing and before committing: the failed attempt's records stay in the log
     # (readers drop or retract them); otherwise epoch 1 was produced once
     assert len(epoch1) == (2 if point == "after-log" else 1)
+    # eventual showed the failed attempt at once, then retracted it
+    assert (counts["eventual_retractions"] > 0) == (point == "after-log"), counts
 
 
 def test_killed_at_random_times_then_restarted(
