@@ -183,6 +183,11 @@ def build_request(
         raise InvalidInputError(
             _FILE_ONLY, hint="or read the log from a snapshot: --from snapshot:V"
         )
+    if follow and not output.to_stdout:
+        raise InvalidInputError(
+            "--follow writes to stdout: a path output is for bounded reads",
+            hint="drop --follow to write what the log holds now, or use --output jsonl",
+        )
     if log is None:
         raise InvalidInputError(
             f"table {table.ref.name} has no log store to read",

@@ -220,11 +220,24 @@ def test_the_default_mode_is_the_tables_read_mode() -> None:
         ({"engine": "flink"}, "--engine must be one of auto, spark, consumer"),
         ({"limit": 0}, "--limit must be at least 1"),
         ({"mode": "log", "checkpoint": " "}, "--checkpoint is empty"),
+        ({"mode": "log", "follow": True, "output": plan.OutputSpec("delta", "out")},
+         "--follow writes to stdout"),
     ],
 )  # fmt: skip
 def test_flags_that_do_not_go_together_are_refused(given: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
         _request(**given)
+
+
+def test_an_existing_output_path_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    target.mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    for path in (target, tmp_path / "link"):
+        with pytest.raises(InvalidInputError, match="already exists"):
+            _request(mode="log", output=plan.OutputSpec("delta", str(path)))
+    fresh = plan.OutputSpec("delta", str(tmp_path / "new"))
+    assert _request(mode="log", output=fresh).engine == "spark"
 
 
 def test_a_log_read_of_a_table_without_a_log_store_says_how_to_read_it() -> None:
