@@ -48,9 +48,10 @@ class JsonLines:
     def __init__(self, schema: RowSchema, stream: IO[str]) -> None:
         self.schema = schema
         self.stream = stream
+        self.lines = plan.ChangeLines(schema)
 
     def change(self, kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
-        self.stream.write(plan.change_json(kind, row, self.schema, meta=meta) + "\n")
+        self.stream.write(self.lines.line(kind, row, meta) + "\n")
 
     def flush(self) -> None:
         self.stream.flush()

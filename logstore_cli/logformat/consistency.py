@@ -230,8 +230,10 @@ class PartitionDecider:
             if offset < self._replay_until:
                 return []
             self._replay_until = None
-        self.stats.emitted += len(out)
-        self.stats.retracted += sum(1 for e in out if e.retraction)
+        if out:
+            self.stats.emitted += len(out)
+            if self._level == "eventual":  # only eventual retracts
+                self.stats.retracted += sum(1 for e in out if e.retraction)
         return out
 
     def _resolved(self, epoch: EpochId) -> bool:
@@ -256,10 +258,10 @@ class PartitionDecider:
         if self._level == "committed":
             open_.records.append((offset, record))
             return []
-        standing = open_.standing()
-        if standing and standing[-1][1].epoch.attempt != epoch.attempt:
-            retract += standing  # a new attempt: the one emitted so far failed
-        open_.records.append((offset, record))
+        records = open_.records
+        if records and records[-1][1].epoch.attempt != epoch.attempt:
+            retract += open_.standing()  # a new attempt: the one emitted so far failed
+        records.append((offset, record))
         return [*_retractions(retract), Emission(offset, record.kind, record)]
 
     def _on_marker(self, marker: CommitMarker) -> list[Emission]:

@@ -5,17 +5,24 @@ Pure: no I/O, no Kafka client, no Spark; every engine that writes or reads the l
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from enum import StrEnum
 from functools import cached_property
 from typing import Any, Protocol
 
 from logstore_cli.logformat.errors import WireFormatError
 from logstore_cli.logformat.values import (
+    _INT_RANGES,
+    DecimalType,
+    Decoder,
+    ScalarType,
     SqlType,
     _Problem,
+    _reject_constant,
     json_string,
     parse_json,
     parse_type,
@@ -597,3 +604,125 @@ def parse_commit_metadata(text: str | None) -> tuple[EpochId, dict[int, int]] | 
             raise bad(f"has an offset {offset!r} that is not an integer >= 0")
         offsets[int(partition)] = offset
     return epoch, offsets
+
+
+# -- the reader's fast path ------------------------------------------------------------------------
+
+
+class _Slow(Exception):
+    """Leave the fast path: ``decode`` decides (and names what is wrong, if anything is)."""
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object's name/value pairs in text order (a JSON array never becomes one)."""
+
+
+def _fast_column(t: SqlType) -> Decoder:
+    """A decoder equal to ``value_decoder(t)`` on the values it accepts; anything else is _Slow."""
+    if isinstance(t, ScalarType) and t.name in _INT_RANGES:
+        bits = _INT_RANGES[t.name]
+        low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+        def integer(v: Any) -> Any:
+            if v is None or (type(v) is int and low <= v <= high):
+                return v
+            raise _Slow
+
+        return integer
+    if isinstance(t, ScalarType) and t.name in ("string", "boolean"):
+        kind = str if t.name == "string" else bool
+
+        def plain(v: Any) -> Any:
+            if v is None or type(v) is kind:
+                return v
+            raise _Slow
+
+        return plain
+    if isinstance(t, DecimalType):
+        scale, whole = t.scale, t.precision - t.scale
+
+        def decimal(v: Any) -> Any:
+            if v is None:
+                return v
+            if type(v) is Decimal:
+                sign, digits, exponent = v.as_tuple()
+                # Already what quantizing gives: the type's scale, digits that fit, no -0.
+                if (
+                    exponent == -scale
+                    and len(digits) - scale <= whole
+                    and (any(digits) or not sign)
+                ):
+                    return v
+            raise _Slow
+
+        return decimal
+    return value_decoder(t)
+
+
+class RecordDecoder:
+    """``decode(key, value, headers, schema)`` for many records of one table, about three times
+    faster: the headers of an epoch are parsed once (records of one attempt share them), the JSON
+    of the common row shape is scanned once into name/value pairs and the column values checked by
+    type. It returns what ``decode`` returns; a record off that shape (a marker, a ``-D`` with only
+    its key, nested types, anything malformed) goes through ``decode`` itself."""
+
+    _CACHE = 4096  # distinct header sets remembered (an epoch's attempt has one per row kind)
+
+    def __init__(self, schema: RowSchema) -> None:
+        self.schema = schema
+        types = [schema.type_of(n) for n in schema.names]
+        self._fast = all(isinstance(t, ScalarType | DecimalType) for t in types)
+        self._names = schema.names
+        self._key = tuple(schema.primary_key)
+        self._columns = tuple(_fast_column(t) for t in types)
+        self._key_columns = tuple(_fast_column(schema.type_of(n)) for n in self._key)
+        decoder = json.JSONDecoder(
+            parse_float=Decimal, parse_constant=_reject_constant, object_pairs_hook=_Pairs
+        )
+        self._scan: Callable[[str, int], tuple[Any, int]] = decoder.scan_once  # type: ignore[attr-defined]
+        self._heads: dict[tuple[Any, ...], tuple[RowKind, EpochId]] = {}
+
+    def __call__(
+        self, key: bytes | None, value: bytes | None, headers: RecordHeaders | None
+    ) -> ChangeRecord | CommitMarker:
+        if self._fast and value is not None and headers is not None:
+            try:
+                return self._decode(key, value, headers)
+            except (_Slow, ValueError, TypeError, KeyError, StopIteration, UnicodeDecodeError):
+                pass  # decode() returns the same record, or raises what is wrong with it
+        return decode(key, value, headers, self.schema)
+
+    def _decode(self, key: bytes | None, value: bytes, headers: RecordHeaders) -> ChangeRecord:
+        found = tuple(headers)
+        head = self._heads.get(found)
+        if head is None:
+            fields = _read_headers(headers)
+            head = (RowKind(fields[HEADER_KIND]), _read_epoch(fields))
+            if len(self._heads) >= self._CACHE:
+                self._heads.clear()
+            self._heads[found] = head
+        kind, epoch = head
+        if kind is RowKind.COMMIT:
+            raise _Slow
+        row = self._object(value, self._names, self._columns)
+        if not self._key:
+            if key is not None:
+                raise _Slow
+            return ChangeRecord(kind, None, row, epoch)
+        if key is None:
+            raise _Slow
+        return ChangeRecord(kind, self._object(key, self._key, self._key_columns), row, epoch)
+
+    def _object(
+        self, data: bytes, names: tuple[str, ...], columns: tuple[Decoder, ...]
+    ) -> dict[str, Any]:
+        text = data.decode("utf-8")
+        pairs, end = self._scan(text, 0)
+        if end != len(text) or type(pairs) is not _Pairs or len(pairs) != len(names):
+            raise _Slow  # trailing text, not an object, or other columns (a partial -D row)
+        out = {}
+        for (name, raw), expected, column in zip(pairs, names, columns, strict=True):
+            if name != expected:
+                raise _Slow
+            out[name] = column(raw)
+        return out

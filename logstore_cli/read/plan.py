@@ -238,6 +238,29 @@ def change_json(
     return text + "}"
 
 
+class ChangeLines:
+    """``change_json`` for many changes of one table, with the column encoders built once."""
+
+    def __init__(self, schema: RowSchema) -> None:
+        from logstore_cli.read.fold import CanonicalRows
+
+        self.schema = schema
+        self._rows = CanonicalRows(schema)
+        self._width = len(schema.names)
+
+    def line(self, kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
+        if len(row) != self._width:  # a -D's key-only row image, or something to name the fault of
+            return change_json(kind, row, self.schema, meta=meta)
+        text = f'{{"kind":"{kind.value}","row":{self._rows.row(row).decode("utf-8")}'
+        for name, value in meta.items():
+            text += f',"{name}":{value}' if type(value) is int else f",{_json(name, value)}"
+        return text + "}"
+
+
+def _json(name: str, value: Any) -> str:
+    return f"{json.dumps(name)}:{json.dumps(value, separators=(',', ':'))}"
+
+
 def emission_meta(partition: int, emission: Emission) -> dict[str, Any]:
     """The metadata keys of an emitted log change."""
     epoch = emission.record.epoch

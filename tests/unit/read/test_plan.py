@@ -246,3 +246,18 @@ def test_a_log_read_of_a_table_without_a_log_store_says_how_to_read_it() -> None
         _request(spec, mode="log")
     assert "--mode file" in (err.value.hint or "")
     assert _request(spec).mode == "file"
+
+
+def test_change_lines_print_what_change_json_prints() -> None:
+    schema = RowSchema.of(_spec())
+    lines = plan.ChangeLines(schema)
+    record = ChangeRecord(RowKind.INSERT, {"id": 1}, {"id": 1}, EpochId('w"x', 3, "a"))
+    cases = [
+        (RowKind.INSERT, {"id": 42, "name": "Zoë \"q\"", "price": Decimal("12.5")}, {}),
+        (RowKind.UPDATE_BEFORE, {"id": 1, "name": None, "price": None},
+         plan.emission_meta(2, Emission(9, RowKind.DELETE, record))),
+        (RowKind.DELETE, {"id": 7}, {"partition": 0, "offset": 1}),
+        (RowKind.INSERT, {"id": 5, "name": "v", "price": Decimal("1.00")}, {"version": 3}),
+    ]  # fmt: skip
+    for kind, row, meta in cases:
+        assert lines.line(kind, row, meta) == plan.change_json(kind, row, schema, meta=meta)
