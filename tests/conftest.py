@@ -7,6 +7,7 @@ green run must mean the real parts were exercised.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,14 @@ pytest_plugins = [
 ]
 
 TESTS = Path(__file__).parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A shell starts a background job (`scripts/test.sh &`) with SIGINT ignored, and children
+    # inherit that: the CLIs the Ctrl-C tests start would then never see their SIGINT. A handler
+    # here is reset to the default in every child at exec.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
