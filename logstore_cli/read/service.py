@@ -199,6 +199,13 @@ def build_request(
     begin = plan.parse_start(start) if start is not None else plan.default_start(log, follow=follow)
     auto: plan.Engine = "consumer" if output.to_stdout else "spark"
     resolved: plan.Engine = auto if engine == "auto" else engine  # type: ignore[assignment]
+    if checkpoint is not None and resolved == "spark" and not follow:
+        raise InvalidInputError(
+            "--checkpoint with the Spark engine (--engine spark, or a path output) needs "
+            "--follow: a bounded Spark read keeps no progress to resume from",
+            hint="use the consumer engine (the default for stdout) for a bounded read that goes "
+            "on where the last one stopped",
+        )
     if resolved == "consumer" and not output.to_stdout:
         raise InvalidInputError(
             f"--output {output.path} writes {output.kind.capitalize()} files, which the consumer "

@@ -220,6 +220,7 @@ def test_the_default_mode_is_the_tables_read_mode() -> None:
         ({"engine": "flink"}, "--engine must be one of auto, spark, consumer"),
         ({"limit": 0}, "--limit must be at least 1"),
         ({"mode": "log", "checkpoint": " "}, "--checkpoint is empty"),
+        ({"mode": "log", "checkpoint": "ck", "engine": "spark"}, "needs --follow"),
         ({"mode": "log", "follow": True, "output": plan.OutputSpec("delta", "out")},
          "--follow writes to stdout"),
     ],
