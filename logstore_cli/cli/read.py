@@ -86,8 +86,7 @@ class TerminalTable:
             self.dropped += 1
 
     def flush(self) -> None:
-        if not self.follow:
-            return
+        """Nothing is held: a following read prints each change as it comes."""
 
     def render(self, title: str) -> None:
         if self.follow:

@@ -26,7 +26,7 @@ from logstore_cli.logformat.wire import RowKind
 from logstore_cli.paths import private_dir, state_home
 from logstore_cli.read import plan
 from logstore_cli.read.fold import ArrowRows
-from logstore_cli.read.service import ReadRequest, ReadSummary, Sink
+from logstore_cli.read.service import ReadRequest, ReadSummary, Sink, check_new_path
 
 KIND = "_ls_kind"
 VERSION = "_ls_version"
@@ -37,10 +37,6 @@ _CDF_RANK = {"update_preimage": 0, "update_postimage": 1, "delete": 2, "insert":
 _FOLLOW_POLL_S = 0.1
 
 
-class _Limit(Exception):
-    pass
-
-
 def run(
     spark: SparkSession, req: ReadRequest, sink: Sink | None, *, stop: Callable[[], bool]
 ) -> ReadSummary:
@@ -48,7 +44,7 @@ def run(
     began = time.monotonic()
     summary = ReadSummary(req.name, req.mode, "spark", req.level)
     if req.output.path is not None:
-        _check_target(req.output.path)
+        check_new_path(req.output.path)
     if req.mode == "log" and req.follow:
         if sink is None:
             raise InvalidInputError(
@@ -73,14 +69,6 @@ def run(
             summary.limited = req.limit is not None and summary.rows >= req.limit
     summary.seconds = time.monotonic() - began
     return summary
-
-
-def _check_target(path: str) -> None:
-    if Path(path).exists() or Path(path).is_symlink():
-        raise InvalidInputError(
-            f"--output {path} already exists",
-            hint="logstore never overwrites a path: choose a new one, or remove it yourself",
-        )
 
 
 # -- Delta --------------------------------------------------------------------------------------

@@ -108,6 +108,15 @@ class ReadSummary:
         }
 
 
+def check_new_path(path: str) -> None:
+    """``--output`` names a path nothing is at yet (not even a dangling symlink)."""
+    if Path(path).exists() or Path(path).is_symlink():
+        raise InvalidInputError(
+            f"--output {path} already exists",
+            hint="logstore never overwrites a path: choose a new one, or remove it yourself",
+        )
+
+
 _FILE_ONLY = "--as-of and --changes read the Delta table: use them with --mode file"
 _LOG_ONLY = "{flag} applies to the log: use it with --mode log"
 
@@ -142,12 +151,8 @@ def build_request(
     plan.choice(engine, plan.ENGINES, "--engine")
     if limit is not None and limit < 1:
         raise InvalidInputError(f"--limit must be at least 1, got {limit}")
-    if output.path is not None and (Path(output.path).exists() or Path(output.path).is_symlink()):
-        # Said before a JVM starts (the Spark engine checks again right before it writes).
-        raise InvalidInputError(
-            f"--output {output.path} already exists",
-            hint="logstore never overwrites a path: choose a new one, or remove it yourself",
-        )
+    if output.path is not None:
+        check_new_path(output.path)  # before a JVM starts; the Spark engine checks again to write
     if checkpoint is not None and not checkpoint.strip():
         raise InvalidInputError("--checkpoint is empty")
     given_log = [
