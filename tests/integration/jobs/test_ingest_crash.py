@@ -79,7 +79,10 @@ def _reap_group(pgid: int, timeout: float = 30.0) -> None:
             return
         except PermissionError:
             return
-        os.killpg(pgid, signal.SIGKILL)
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            return  # the group ended between the two calls
         time.sleep(0.1)  # polling the group's end, with a deadline
     pytest.fail(f"process group {pgid} still alive {timeout} s after SIGKILL")
 
