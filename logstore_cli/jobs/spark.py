@@ -12,6 +12,7 @@ the current directory. Delta tables are addressed by path and do not live there.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import secrets
@@ -128,7 +129,32 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
         ) from exc
     spark.sparkContext.setLogLevel("WARN")
     _quiet_query_context_loggers()
+    _quiet_teardown_at_exit(spark)
     return spark
+
+
+def _quiet_teardown_at_exit(spark: SparkSession) -> None:
+    """Keep PySpark's threads from printing tracebacks as the process exits, after its message.
+
+    The JVM ends when the interpreter, tearing down, closes the gateway's stdin, while daemon threads
+    still run: the accumulator server's handler (polling the connection the JVM opens after the
+    first Python task) reads end-of-file and ``socketserver`` prints the EOFError; py4j logs every
+    command that finds the JVM gone (a Java object's finalizer, say) with ``logging.exception``.
+    The command has said how it ended by then. Stopping the context instead costs seconds per exit.
+    """
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is None or getattr(server, "_logstore_quiet_at_exit", False):  # a reused session
+        return
+    server._logstore_quiet_at_exit = True
+
+    def quiet() -> None:
+        import logging
+
+        logging.disable(logging.CRITICAL)
+        server.server_shutdown = True  # the handler stops polling at its next wake-up
+        server.handle_error = lambda request, client_address: None
+
+    atexit.register(quiet)
 
 
 def _quiet_query_context_loggers() -> None:

@@ -86,3 +86,47 @@ def test_a_failed_query_prints_no_json_log_line(
         spark.sql("ALTER TABLE delta.`/nonexistent` SET TBLPROPERTIES ('owner' = 'x')")
     captured = capfd.readouterr()
     assert "SQLQueryContextLogger" not in captured.err and "Py4JJavaError" not in captured.err
+
+
+_EXIT_SCRIPT = """
+import gc, io, sys, time
+from pathlib import Path
+from pyspark import SparkContext
+from logstore_cli.jobs.spark import SparkSettings, build_session
+
+mode, log_dir = sys.argv[1], Path(sys.argv[2])
+spark = build_session(SparkSettings(master="local[1]", log_dir=log_dir))
+# A Python task: the JVM then holds a connection to the accumulator server.
+assert spark.sparkContext.parallelize([1, 2], 1).map(lambda x: x + 1).collect() == [2, 3]
+server = spark.sparkContext._accumulatorServer
+captured = sys.stderr = io.StringIO()  # socketserver prints the handler's errors here
+if mode == "exiting":
+    import atexit
+    atexit._run_exitfuncs()  # what the interpreter runs first on its way out
+proc = SparkContext._gateway.proc
+proc.kill()  # the JVM ends as it does when the exiting interpreter closes its stdin
+proc.wait()
+del spark
+gc.collect()  # py4j tells the JVM of each collected Java object: a command that finds it gone
+if mode == "running":  # the handler reads end-of-file and reports it (proves the set-up)
+    deadline = time.monotonic() + 30
+    while "EOFError" not in captured.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.05)
+server.shutdown()  # returns once the handler has seen the JVM's end and returned
+sys.__stdout__.write(captured.getvalue())
+"""
+
+
+@pytest.mark.parametrize("mode", ["running", "exiting"])
+def test_no_pyspark_traceback_once_the_process_exits(mode: str, tmp_path: Path) -> None:
+    # Seen in a full run: `ingest` failing fast printed socketserver's EOFError after its message.
+    # "running" proves the set-up makes PySpark print; "exiting" is after the exit hooks ran.
+    proc = subprocess.run(
+        [sys.executable, "-c", _EXIT_SCRIPT, mode, str(tmp_path)],
+        capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    if mode == "running":
+        assert "EOFError" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    else:
+        assert proc.stdout == "", proc.stdout
