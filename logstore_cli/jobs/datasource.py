@@ -61,7 +61,7 @@ from logstore_cli.logformat.consistency import (
 )
 from logstore_cli.logformat.wire import RowSchema
 from logstore_cli.read import plan
-from logstore_cli.read.consumer import LogReader, LogSource, SourceConf, fewer_collections
+from logstore_cli.read.consumer import Collections, LogReader, LogSource, SourceConf
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -354,10 +354,11 @@ def _emit(
     (the rows of a last, short batch stay in ``out``)."""
     if start >= end:
         return
-    with fewer_collections():
+    with Collections() as collections:
         for offset, item in source.consume_range(partition, start, end):
             out.add(partition, decider.feed(offset, item))
             if len(out) >= ARROW_CHUNK:
+                collections.tick()
                 yield out.take()
 
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Final, Literal, TypeAlias, TypeGuard, cast
+from typing import Any, Final, Literal, NamedTuple, TypeAlias, TypeGuard, cast
 
 from logstore_cli.errors import InvalidInputError, LogstoreError
 from logstore_cli.logformat.wire import ChangeRecord, CommitMarker, EpochId, RowKind
@@ -52,11 +52,11 @@ class DeciderStateError(LogstoreError):
         super().__init__(f"cannot restore the reader's state: {message}", hint=_STATE_HINT)
 
 
-@dataclass(frozen=True, slots=True)
-class Emission:
+class Emission(NamedTuple):
     """One change to emit: ``record`` with ``kind``, its reversed kind when it is a retraction.
 
     ``offset`` is the source record's offset (for a retraction: of the record it retracts).
+    A named tuple for the speed of building one per record (see ``ChangeRecord``).
     """
 
     offset: int
@@ -204,6 +204,29 @@ class PartitionDecider:
         An offset below ``position`` was processed before (a consumer re-delivering records after
         a restore) and is ignored.
         """
+        # The common case, once per record: a record of the open epoch of its writer (committed)
+        # or of an unresolved one (none), nothing to replay or rebuild. It does what the general
+        # path below does, in a fraction of the time.
+        if (
+            type(item) is ChangeRecord
+            and self._resume_from is None
+            and self._replay_until is None
+            and (self._next is None or offset >= self._next)
+            and item.kind is not RowKind.COMMIT
+        ):
+            if self._level == "committed":
+                epoch = item.epoch
+                open_ = self._open.get(epoch.writer)
+                if open_ is not None and open_.epoch == epoch.epoch and not self._resolved(epoch):
+                    self._next = offset + 1
+                    self.stats.records += 1
+                    open_.records.append((offset, item))
+                    return []
+            elif self._level == "none" and not self._resolved(item.epoch):
+                self._next = offset + 1
+                self.stats.records += 1
+                self.stats.emitted += 1
+                return [_emission(Emission, (offset, item.kind, item))]
         if isinstance(item, ChangeRecord):
             if item.kind is RowKind.COMMIT:
                 raise ValueError(f"offset {offset}: a change record cannot have kind COMMIT")
@@ -277,10 +300,13 @@ class PartitionDecider:
             return []  # the committed attempt wrote nothing to this partition
         if open_.epoch != epoch.epoch:
             return _retractions(self._fail(open_))  # ditto, and the open epoch failed
-        ours = [(o, r) for o, r in open_.records if r.epoch.attempt == epoch.attempt]
+        attempt = epoch.attempt
         if self._level == "committed":
-            self.stats.dropped += len(open_.records) - len(ours)
-            return [Emission(o, r.kind, r) for o, r in ours]
+            out = [_emission(Emission, (o, r.kind, r)) for o, r in open_.records
+                   if r.epoch.attempt == attempt]  # fmt: skip
+            self.stats.dropped += len(open_.records) - len(out)
+            return out
+        ours = [(o, r) for o, r in open_.records if r.epoch.attempt == attempt]
         standing = open_.standing()
         if standing and standing[-1][1].epoch.attempt != epoch.attempt:
             # The committed attempt was retracted (a later attempt followed it): put it back.
@@ -404,6 +430,9 @@ class PartitionDecider:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+
+_emission = tuple.__new__  # Emission(*fields) without the named tuple's own __new__ (2.5x)
 
 
 def _retractions(records: list[tuple[int, ChangeRecord]]) -> list[Emission]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -79,6 +80,20 @@ def _same(schema: RowSchema, key: bytes | None, value: bytes | None, headers: An
         (KEY, VALUE, [(n, b"2" if n == "logstore.format" else v) for n, v in HEADERS]),
         (KEY, VALUE, [(n, b"07" if n == "logstore.epoch" else v) for n, v in HEADERS]),
         (KEY, VALUE, [*HEADERS, ("traceparent", b"00-ab")]),
+        # Parsed by msgspec, which takes what decode refuses or reads otherwise: never trusted.
+        (KEY, b'{"id":42,"name":"x","price":1.00,"ok":true,"id":43}', HEADERS),  # repeated last
+        (KEY, b'{"id":42,"name":"x","price":"1.00","ok":true}', HEADERS),  # a string decimal
+        (KEY, b'{"id":42,"name":"\\ud800","price":1.00,"ok":true}', HEADERS),  # lone surrogate
+        (KEY, b'{"id":42,"name":"\\u001F\\u00e9","price":1.00,"ok":true}', HEADERS),  # escapes
+        (KEY, b'{"id":42,"name":"x","price":1E+2,"ok":true}', HEADERS),
+        (KEY, b'{"id":42,"name":"x","price":1.00,"ok":true,"more":1}', HEADERS),
+        (KEY, b'{"id":42,"name":"x","price":1.00}', HEADERS),  # a column missing
+        (KEY, b'{"id":42,"name":null,"price":null,"ok":null}', HEADERS),
+        (b'{"id":42,"id":42}', VALUE, HEADERS),
+        (b'{"id":null}', VALUE, HEADERS),
+        (b"null", VALUE, HEADERS),
+        (KEY, b'{"id":42}', HEADERS),  # only the key, but not a -D
+        (KEY, b'{"id":43}', [(n, b"-D" if n == "logstore.kind" else v) for n, v in HEADERS]),
     ],
 )
 def test_records_off_the_common_shape_decode_as_decode_decodes_them(
@@ -111,3 +126,38 @@ def test_generated_rows_of_every_scalar_type_decode_alike(types: list[str], data
     except WireFormatError:
         return  # a value format 1 cannot carry (e.g. a null key): not a record to decode
     assert _same(schema, key, value, headers)[0] == "ok"
+
+
+FAST_TYPES = ["tinyint", "smallint", "int", "bigint", "string", "boolean", "decimal(12,3)",
+              "date", "timestamp", "timestamp_ntz", "binary"]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(FAST_TYPES), min_size=1, max_size=5), st.data())
+def test_what_logstore_writes_takes_the_fast_path(types: list[str], data: Any) -> None:
+    # The reader's speed rests on this: no call of decode() for the records logstore writes
+    # (strings without control characters: their escapes are upper-case hex, msgspec's lower).
+    names = ["id", "naïve", "a b", "`x`", "9"][: len(types)]
+    columns = tuple(zip(names, types, strict=True))
+    schema = RowSchema(columns, ("id",))
+    row = {
+        n: data.draw(values_of(parse_type(t), key=(n == "id")).filter(
+            lambda v: not (isinstance(v, str) and any(c < " " or c == "\x7f" for c in v))
+        ))
+        for n, t in columns
+    }  # fmt: skip
+    kind = data.draw(st.sampled_from([RowKind.INSERT, RowKind.UPDATE_AFTER, RowKind.DELETE]))
+    if kind is RowKind.DELETE and data.draw(st.booleans()):
+        row = {"id": row["id"]}  # a -D may carry its key only
+    try:
+        key, value, headers = encode_change(ChangeRecord(kind, {"id": row["id"]}, row, EPOCH), schema)
+    except WireFormatError:
+        return  # a value format 1 cannot carry (e.g. a null key): not a record to decode
+    expected = decode(key, value, headers, schema)
+    fast = RecordDecoder(schema)
+
+    def slow(*args: Any) -> Any:
+        raise AssertionError(f"took decode() for {value!r}")
+
+    with mock.patch("logstore_cli.logformat.wire.decode", slow):
+        assert fast(key, value, headers) == expected
