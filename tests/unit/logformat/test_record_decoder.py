@@ -150,7 +150,9 @@ def test_what_logstore_writes_takes_the_fast_path(types: list[str], data: Any) -
     if kind is RowKind.DELETE and data.draw(st.booleans()):
         row = {"id": row["id"]}  # a -D may carry its key only
     try:
-        key, value, headers = encode_change(ChangeRecord(kind, {"id": row["id"]}, row, EPOCH), schema)
+        key, value, headers = encode_change(
+            ChangeRecord(kind, {"id": row["id"]}, row, EPOCH), schema
+        )
     except WireFormatError:
         return  # a value format 1 cannot carry (e.g. a null key): not a record to decode
     expected = decode(key, value, headers, schema)
