@@ -216,8 +216,14 @@ class PartitionDecider:
         ):
             if self._level == "committed":
                 epoch = item.epoch
-                open_ = self._open.get(epoch.writer)
-                if open_ is not None and open_.epoch == epoch.epoch and not self._resolved(epoch):
+                writer = epoch.writer
+                open_ = self._open.get(writer)
+                through = self._through.get(writer)  # _resolved(), inline
+                if (
+                    open_ is not None
+                    and open_.epoch == epoch.epoch
+                    and (through is None or epoch.epoch > through)
+                ):
                     self._next = offset + 1
                     self.stats.records += 1
                     open_.records.append((offset, item))

@@ -23,14 +23,14 @@ def test_paused_during_the_read_collected_on_ticks_and_restored(
     with Collections() as collections:
         assert not gc.isenabled()
         collections.tick()
-        assert calls == []  # not yet a second
+        assert calls == []  # not yet time
         now[0] += Collections.YOUNG_EVERY_S
         collections.tick()
         collections.tick()
-        assert calls == [0]  # the young generation, once a second
+        assert calls == [0]  # the young generation, every YOUNG_EVERY_S
         now[0] += Collections.FULL_EVERY_S
         collections.tick()
-        assert calls == [0, 2]  # every generation, once a minute
+        assert calls == [0, 2]  # every generation, every FULL_EVERY_S
     assert gc.isenabled()
 
 
