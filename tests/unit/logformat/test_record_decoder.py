@@ -128,6 +128,13 @@ def test_generated_rows_of_every_scalar_type_decode_alike(types: list[str], data
     assert _same(schema, key, value, headers)[0] == "ok"
 
 
+_CONTROL = {c: None for c in [*range(0x20), 0x7F]}
+
+
+def _no_control_characters(value: Any) -> Any:
+    return value.translate(_CONTROL) if isinstance(value, str) else value
+
+
 FAST_TYPES = ["tinyint", "smallint", "int", "bigint", "string", "boolean", "decimal(12,3)",
               "date", "timestamp", "timestamp_ntz", "binary"]  # fmt: skip
 
@@ -141,9 +148,7 @@ def test_what_logstore_writes_takes_the_fast_path(types: list[str], data: Any) -
     columns = tuple(zip(names, types, strict=True))
     schema = RowSchema(columns, ("id",))
     row = {
-        n: data.draw(values_of(parse_type(t), key=(n == "id")).filter(
-            lambda v: not (isinstance(v, str) and any(c < " " or c == "\x7f" for c in v))
-        ))
+        n: data.draw(values_of(parse_type(t), key=(n == "id")).map(_no_control_characters))
         for n, t in columns
     }  # fmt: skip
     kind = data.draw(st.sampled_from([RowKind.INSERT, RowKind.UPDATE_AFTER, RowKind.DELETE]))
