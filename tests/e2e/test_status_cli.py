@@ -5,7 +5,6 @@ another process, and a broker that cannot be reached."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -27,26 +26,13 @@ from logstore_cli.logformat.wire import (
     encode_marker,
 )
 from tests.deltalog import write_table
+from tests.e2e.cli_support import keyed_ddl, run_cli
 
 Message = tuple[bytes | None, bytes, list[tuple[str, str | bytes | None]]]  # key, value, headers
 
 
-def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LOGSTORE_WAREHOUSE": str(cwd / "wh"),
-           "LOGSTORE_STATE_DIR": str(cwd / "state")}  # fmt: skip
-    env.pop("LOGSTORE_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "logstore_cli", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-
-
-def _ddl(name: str, topic: str, bootstrap: str) -> str:
-    return (
-        f"CREATE TABLE {name} (id BIGINT NOT NULL, name STRING, PRIMARY KEY (id) NOT ENFORCED) "
-        f"WITH ('log.system' = 'kafka', 'kafka.topic' = '{topic}', "
-        f"'kafka.bootstrap.servers' = '{bootstrap}', 'log.system.partitions' = '2')"
-    )
+_run = run_cli
+_ddl = keyed_ddl
 
 
 def _epoch_commit(table: Path, epoch: EpochId, offsets: dict[int, int]) -> int:
