@@ -33,13 +33,14 @@ import stat
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from logstore_cli.errors import BrokerError, SetupError, StateDirError
+from logstore_cli.errors import BrokerError, InvalidInputError, SetupError, StateDirError
 from logstore_cli.paths import check_state_dir, state_subdir
 
 START_TIMEOUT_S = 90.0
@@ -218,12 +219,38 @@ def server_properties(
     With ``sasl_port`` and ``sasl_plain_users`` (user -> password) a ``SASL_PLAINTEXT`` listener with
     the PLAIN mechanism is added for clients; ``extra_properties`` are applied last and win.
     """
-    props = {
+    props = _base_props(
+        node_id=1,
+        port=port,
+        controller_port=controller_port,
+        voters=f"1@{_HOST}:{controller_port}",
+        data_dir=data_dir,
+    )
+    if (sasl_port is None) != (sasl_plain_users is None):
+        raise ValueError("sasl_port and sasl_plain_users go together")
+    if sasl_port is not None and sasl_plain_users is not None:
+        sasl = f"{SASL_LISTENER}://{_HOST}:{sasl_port}"
+        prefix = f"listener.name.{SASL_LISTENER.lower()}"
+        props["listeners"] += f",{sasl}"
+        props["advertised.listeners"] += f",{sasl}"
+        props["listener.security.protocol.map"] += f",{SASL_LISTENER}:SASL_PLAINTEXT"
+        props["sasl.enabled.mechanisms"] = "PLAIN"
+        props[f"{prefix}.sasl.enabled.mechanisms"] = "PLAIN"
+        props[f"{prefix}.plain.sasl.jaas.config"] = _plain_server_jaas(sasl_plain_users)
+    props.update(extra_properties or {})
+    return _properties_text(props)
+
+
+def _base_props(
+    *, node_id: int, port: int, controller_port: int, voters: str, data_dir: Path
+) -> dict[str, str]:
+    """What every local node runs with: both roles, loopback listeners, one log dir."""
+    return {
         "process.roles": "broker,controller",
-        "node.id": "1",
-        # A static quorum (no voter set in the metadata log): the controller may change its port
-        # between starts when the old one is taken.
-        "controller.quorum.voters": f"1@{_HOST}:{controller_port}",
+        "node.id": str(node_id),
+        # A static quorum (no voter set in the metadata log): the controllers may change their
+        # ports between starts of the whole cluster when the old ones are taken.
+        "controller.quorum.voters": voters,
         "listeners": f"PLAINTEXT://{_HOST}:{port},CONTROLLER://{_HOST}:{controller_port}",
         "advertised.listeners": f"PLAINTEXT://{_HOST}:{port}",
         "controller.listener.names": "CONTROLLER",
@@ -242,18 +269,9 @@ def server_properties(
         "group.initial.rebalance.delay.ms": "0",
         "log.segment.bytes": str(64 * 1024 * 1024),
     }
-    if (sasl_port is None) != (sasl_plain_users is None):
-        raise ValueError("sasl_port and sasl_plain_users go together")
-    if sasl_port is not None and sasl_plain_users is not None:
-        sasl = f"{SASL_LISTENER}://{_HOST}:{sasl_port}"
-        prefix = f"listener.name.{SASL_LISTENER.lower()}"
-        props["listeners"] += f",{sasl}"
-        props["advertised.listeners"] += f",{sasl}"
-        props["listener.security.protocol.map"] += f",{SASL_LISTENER}:SASL_PLAINTEXT"
-        props["sasl.enabled.mechanisms"] = "PLAIN"
-        props[f"{prefix}.sasl.enabled.mechanisms"] = "PLAIN"
-        props[f"{prefix}.plain.sasl.jaas.config"] = _plain_server_jaas(sasl_plain_users)
-    props.update(extra_properties or {})
+
+
+def _properties_text(props: Mapping[str, str]) -> str:
     for key, value in props.items():
         if "\n" in key or "\n" in value or "\r" in key or "\r" in value:
             raise ValueError(f"broker property {key!r} must be one line")
@@ -274,11 +292,18 @@ def _plain_server_jaas(users: Mapping[str, str]) -> str:
     return f"{_PLAIN_LOGIN_MODULE} required {' '.join(entries)};"
 
 
-def _jvm_args(classpath: list[Path], log_dir: Path) -> list[str]:
+_SINGLE_HEAP = ("-Xms256m", "-Xmx768m")
+# Three JVMs share CI's 2 cores: a smaller heap and one GC thread each.
+_NODE_HEAP = ("-Xms128m", "-Xmx512m", "-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1")
+
+
+def _jvm_args(
+    classpath: list[Path], log_dir: Path, heap: tuple[str, ...] = _SINGLE_HEAP
+) -> list[str]:
     log4j = resources.files("logstore_cli.kafka").joinpath("log4j2.properties")
     return [
         java_executable(),
-        "-Xms256m", "-Xmx768m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+        *heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
         "-Djava.awt.headless=true",
         "-Djava.net.preferIPv4Stack=true",
         f"-Dlog4j2.configurationFile={log4j}",
@@ -318,8 +343,16 @@ def start(
                 hint="use it, or run 'logstore broker stop' first",
             )
         (root / _STATE_FILE).unlink(missing_ok=True)  # left by a broker that died
+    _refuse_running_nodes(state_dir)
     if fresh:
         _wipe(root)
+    elif (layout := read_layout(state_dir)) is not None:
+        raise BrokerError(
+            f"{root} holds a local {len(layout.nodes)}-node cluster, not a single broker",
+            hint=f"restart that cluster with 'logstore broker start --brokers "
+            f"{len(layout.nodes)}'; or 'logstore broker start --fresh' to delete its topics and "
+            "records and start one empty broker",
+        )
     recorded = read_cluster(state_dir)
     port, controller_port, sasl_port = _choose_ports(
         recorded, port, sasl=sasl_plain_users is not None
@@ -434,9 +467,12 @@ def _cluster_id(data_dir: Path) -> str | None:
     )
 
 
-def _format(jvm: list[str], config_file: Path, data_dir: Path, timeout_s: float) -> str:
-    """Format empty storage with a new cluster id; on failure leave ``data_dir`` unformatted."""
-    cluster_id = new_cluster_id()
+def _format(
+    jvm: list[str], config_file: Path, data_dir: Path, timeout_s: float, cluster_id: str = ""
+) -> str:
+    """Format empty storage with ``cluster_id`` (a new one when empty); on failure leave
+    ``data_dir`` unformatted."""
+    cluster_id = cluster_id or new_cluster_id()
     command = [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config_file)]
     try:
         fmt = subprocess.run(
@@ -471,9 +507,12 @@ def _text(out: str | bytes | None) -> str:
 
 
 def _wipe(root: Path) -> None:
-    """``--fresh``: delete the data and the recorded ports, inside ``root`` only."""
+    """``--fresh``: delete the data and the recorded ports of either layout, inside ``root`` only."""
     _remove(root / _DATA_DIR)
     (root / _CLUSTER_FILE).unlink(missing_ok=True)
+    for node_dir in sorted(root.glob(f"{_NODE_PREFIX}*")):
+        _remove(node_dir)
+    (root / _LAYOUT_FILE).unlink(missing_ok=True)
 
 
 def _clear_dir(path: Path) -> None:
@@ -634,3 +673,626 @@ def _tail_file(path: Path, lines: int = 30) -> str:
         return _tail(path.read_text("utf-8", errors="replace"), lines)
     except OSError:
         return f"(no log at {path})"
+
+
+# A local cluster of several nodes (``start_cluster``). Its layout in ``<state_dir>/broker``:
+#   nodes.json   the cluster id and every node's ports, kept after ``stop`` (like cluster.json)
+#   node-<id>/   one node: data/, server.properties, node.log (+ node.log.1), node.json (running)
+_LAYOUT_FILE = "nodes.json"
+_NODE_PREFIX = "node-"
+_NODE_STATE = "node.json"
+_NODE_LOG = "node.log"
+MIN_CLUSTER_NODES = 3
+MAX_CLUSTER_NODES = 9
+CLUSTER_REPLICATION = 3
+CLUSTER_MIN_ISR = 2
+
+
+@dataclass(frozen=True)
+class NodePorts:
+    node_id: int
+    port: int
+    controller_port: int
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    """What a restart keeps besides the data: the cluster id and every node's ports."""
+
+    cluster_id: str
+    nodes: tuple[NodePorts, ...]
+
+    @property
+    def bootstrap(self) -> str:
+        """Every node's client address: clients reach the cluster while any one node is up."""
+        return ",".join(f"{_HOST}:{n.port}" for n in self.nodes)
+
+    def node(self, node_id: int) -> NodePorts:
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        ids = ", ".join(str(n.node_id) for n in self.nodes)
+        raise InvalidInputError(
+            f"the local cluster has no node {node_id}", hint=f"its nodes are {ids}"
+        )
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One running node, as ``start_cluster``/``start_node`` launched it (``node.json``)."""
+
+    node_id: int
+    pid: int
+    bootstrap: str  # this node's client address
+    controller: str
+    log_file: str
+    data_dir: str
+    config_file: str
+    started_at: float
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    cluster_id: str
+    bootstrap: str  # every node's client address
+    started: tuple[NodeInfo, ...]  # the nodes this call launched
+    already_running: tuple[int, ...]  # node ids that were running before the call
+    # True when this start kept the data (topics, records) of an earlier one.
+    reused_data: bool
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    node_id: int
+    port: int
+    controller_port: int
+    pid: int | None  # None: not running
+    alive: bool
+    log_file: str
+    data_dir: str
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{_HOST}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Health:
+    """What a node's metadata says about the cluster."""
+
+    brokers: tuple[int, ...]  # registered, unfenced broker ids
+    under_replicated: int  # partitions whose in-sync replicas are fewer than their replicas
+    offline: int  # partitions without a leader
+
+
+def node_dir(state_dir: Path, node_id: int) -> Path:
+    return broker_dir(state_dir) / f"{_NODE_PREFIX}{node_id}"
+
+
+def read_layout(state_dir: Path) -> ClusterLayout | None:
+    """The recorded cluster (``nodes.json``); None when ``state_dir`` holds no cluster."""
+    path = broker_dir(state_dir) / _LAYOUT_FILE
+    data = _read_json(state_dir, path)
+    if data is None:
+        return None
+    try:
+        nodes = tuple(NodePorts(**n) for n in data["nodes"])
+        layout = ClusterLayout(str(data["cluster_id"]), nodes)
+        if len(nodes) < MIN_CLUSTER_NODES or not all(
+            isinstance(v, int) for n in nodes for v in asdict(n).values()
+        ):
+            raise ValueError("nodes: at least three, each with integer node_id and ports")
+    except (KeyError, TypeError, ValueError) as exc:
+        hint = "stop any stray node by hand, then delete it, or start with --fresh"
+        raise _unreadable(path, exc, hint) from exc
+    return layout
+
+
+def recorded_nodes(state_dir: Path) -> int | None:
+    """How many nodes the kept data of ``state_dir`` belongs to; None when it holds none."""
+    layout = read_layout(state_dir)
+    if layout is not None:
+        return len(layout.nodes)
+    single = read_cluster(state_dir) is not None or read_state(state_dir) is not None
+    if single or (broker_dir(state_dir) / _DATA_DIR / _META).exists():
+        return 1
+    return None
+
+
+def read_node_state(state_dir: Path, node_id: int) -> NodeInfo | None:
+    """The node ``node_id`` as launched (it may have died since); None when none was."""
+    path = node_dir(state_dir, node_id) / _NODE_STATE
+    data = _read_json(state_dir, path)
+    if data is None:
+        return None
+    try:
+        return NodeInfo(**data)
+    except TypeError as exc:
+        raise _unreadable(path, exc, "stop any stray node by hand, then delete it") from exc
+
+
+def node_is_running(info: NodeInfo) -> bool:
+    """True when ``info.pid`` is alive and still that node (pids get reused)."""
+    try:
+        cmdline = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return _MAIN_CLASS.encode() in cmdline and info.config_file.encode() in cmdline
+
+
+def node_properties(node: NodePorts, nodes: Sequence[NodePorts], data_dir: Path) -> str:
+    """``server.properties`` of one node of a local cluster: every node is a voter of the
+    controller quorum and a broker; topics default to replication 3 and 2 in-sync replicas."""
+    voters = ",".join(f"{n.node_id}@{_HOST}:{n.controller_port}" for n in nodes)
+    props = _base_props(
+        node_id=node.node_id,
+        port=node.port,
+        controller_port=node.controller_port,
+        voters=voters,
+        data_dir=data_dir,
+    )
+    replication, min_isr = str(CLUSTER_REPLICATION), str(CLUSTER_MIN_ISR)
+    props.update(
+        {
+            "default.replication.factor": replication,
+            "min.insync.replicas": min_isr,
+            "offsets.topic.replication.factor": replication,
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": min_isr,
+            "share.coordinator.state.topic.replication.factor": replication,
+            "share.coordinator.state.topic.min.isr": min_isr,
+            # A replica that lost data must never become leader.
+            "unclean.leader.election.enable": "false",
+            # Few threads: several nodes share a small machine.
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "num.replica.fetchers": "1",
+            "background.threads": "2",
+            "log.cleaner.threads": "1",
+            "num.recovery.threads.per.data.dir": "1",
+        }
+    )
+    return _properties_text(props)
+
+
+def _running_nodes(state_dir: Path, layout: ClusterLayout | None) -> dict[int, NodeInfo]:
+    """The recorded nodes that run; records of nodes that died are cleared."""
+    running: dict[int, NodeInfo] = {}
+    ids = [n.node_id for n in layout.nodes] if layout else _node_dir_ids(state_dir)
+    for node_id in ids:
+        info = read_node_state(state_dir, node_id)
+        if info is None:
+            continue
+        if node_is_running(info):
+            running[node_id] = info
+        else:
+            (node_dir(state_dir, node_id) / _NODE_STATE).unlink(missing_ok=True)
+    return running
+
+
+def _node_dir_ids(state_dir: Path) -> list[int]:
+    ids = []
+    for path in broker_dir(state_dir).glob(f"{_NODE_PREFIX}*"):
+        suffix = path.name.removeprefix(_NODE_PREFIX)
+        if suffix.isdigit():
+            ids.append(int(suffix))
+    return sorted(ids)
+
+
+def _refuse_running_nodes(state_dir: Path) -> None:
+    running = _running_nodes(state_dir, read_layout(state_dir))
+    if running:
+        raise BrokerError(
+            f"a local cluster is running (nodes {_ids(running)}, pids "
+            f"{', '.join(str(i.pid) for i in running.values())})",
+            hint="use it, or run 'logstore broker stop' first",
+        )
+
+
+def _ids(ids: Iterator[int] | Mapping[int, Any] | Sequence[int]) -> str:
+    return ", ".join(str(i) for i in sorted(ids))
+
+
+def start_cluster(
+    state_dir: Path,
+    *,
+    nodes: int = 3,
+    fresh: bool = False,
+    timeout_s: float = START_TIMEOUT_S,
+    classpath: list[Path] | None = None,
+) -> ClusterInfo:
+    """Launch a KRaft cluster of ``nodes`` nodes (each a controller and a broker) over the data of
+    the last start, and wait until every node answers and sees all of them.
+
+    The first start (and every ``fresh`` one, which deletes the data of either layout first)
+    formats each node's storage with one new cluster id and takes free ports; a later start keeps
+    the data, the node count and the ports. When some nodes still run, only the others start.
+    The data of a single broker or of a cluster of another size is never reused silently: that is
+    an error unless ``fresh``.
+    """
+    if not MIN_CLUSTER_NODES <= nodes <= MAX_CLUSTER_NODES:
+        raise InvalidInputError(
+            f"a local cluster has {MIN_CLUSTER_NODES} to {MAX_CLUSTER_NODES} nodes, not {nodes}",
+            hint="use --brokers 1 for a single broker, or --brokers 3",
+        )
+    state_dir = state_dir.absolute()  # the nodes' files are named in node.json and their argv
+    root = state_subdir(state_dir, "broker")
+    single = read_state(state_dir)
+    if single is not None and is_running(single):
+        raise BrokerError(
+            f"a local single broker is already running (pid {single.pid}, {single.bootstrap})",
+            hint="stop it first with 'logstore broker stop'",
+        )
+    layout = read_layout(state_dir)
+    running = _running_nodes(state_dir, layout)
+    if fresh:
+        if running:
+            raise BrokerError(
+                f"--fresh would delete the data of running nodes ({_ids(running)})",
+                hint="run 'logstore broker stop' first",
+            )
+        (root / _STATE_FILE).unlink(missing_ok=True)
+        _wipe(root)
+        layout = None
+    elif layout is None and recorded_nodes(state_dir) == 1:
+        raise BrokerError(
+            f"{root} holds the data of a single local broker, not of a {nodes}-node cluster",
+            hint="restart that broker with 'logstore broker start --brokers 1'; or add --fresh to "
+            f"delete its topics and records and start an empty {nodes}-node cluster",
+        )
+    elif layout is not None and len(layout.nodes) != nodes:
+        raise BrokerError(
+            f"{root} holds a local {len(layout.nodes)}-node cluster, not a {nodes}-node one",
+            hint=f"restart it with '--brokers {len(layout.nodes)}'; or add --fresh to delete its "
+            f"topics and records and start an empty {nodes}-node cluster",
+        )
+    if layout is not None and len(running) == len(layout.nodes):
+        raise BrokerError(
+            f"a local {nodes}-node cluster is already running ({layout.bootstrap})",
+            hint="use it, or run 'logstore broker stop' first",
+        )
+    if running:  # some nodes run: the others rejoin on the recorded ports, which cannot move
+        assert layout is not None
+        ports = layout.nodes
+        for node in ports:
+            if node.node_id not in running:
+                _check_node_ports_free(node)
+    else:
+        ports = _cluster_ports(layout, nodes)
+    if classpath is None:
+        from logstore_cli.jvm.deps import Classpath, ensure_classpath
+
+        classpath = ensure_classpath(Classpath.KAFKA)
+
+    to_start = [n for n in ports if n.node_id not in running]
+    cluster_id, reused = _cluster_identity(state_dir, layout, to_start)
+    launch = [(node, _write_node_config(state_dir, node, ports, classpath)) for node in to_start]
+    unformatted = [
+        (node, jvm, config) for node, (jvm, config) in launch
+        if _cluster_id(node_dir(state_dir, node.node_id) / _DATA_DIR) is None
+    ]  # fmt: skip
+    if unformatted:  # in parallel: each is a JVM start
+        with ThreadPoolExecutor(len(unformatted)) as pool:
+            list(
+                pool.map(
+                    lambda item: _format(
+                        item[1], item[2], node_dir(state_dir, item[0].node_id) / _DATA_DIR,
+                        timeout_s, cluster_id,
+                    ),
+                    unformatted,
+                )
+            )  # fmt: skip
+    started: list[tuple[subprocess.Popen[bytes], NodeInfo]] = []
+    try:
+        for node, (jvm, config) in launch:
+            started.append(_launch_node(state_dir, node, jvm, config))
+        _wait_nodes_up(started, len(ports), timeout_s)
+    except BaseException:  # failed, timed out or interrupted: leave no node and no stale state
+        for proc, info in started:
+            _terminate(proc.pid)
+            (node_dir(state_dir, info.node_id) / _NODE_STATE).unlink(missing_ok=True)
+        raise
+    new_layout = ClusterLayout(cluster_id, tuple(ports))
+    _write_private(root / _LAYOUT_FILE, _layout_json(new_layout))
+    return ClusterInfo(
+        cluster_id=cluster_id,
+        bootstrap=new_layout.bootstrap,
+        started=tuple(info for _, info in started),
+        already_running=tuple(sorted(running)),
+        reused_data=reused or bool(running),
+    )
+
+
+def start_node(
+    state_dir: Path,
+    node_id: int,
+    *,
+    timeout_s: float = START_TIMEOUT_S,
+    classpath: list[Path] | None = None,
+) -> NodeInfo:
+    """Restart one stopped node of the recorded cluster on its own ports and data, and wait until
+    it answers and sees every running node."""
+    state_dir = state_dir.absolute()
+    layout = _require_layout(state_dir)
+    node = layout.node(node_id)
+    running = _running_nodes(state_dir, layout)
+    if node_id in running:
+        info = running[node_id]
+        raise BrokerError(
+            f"node {node_id} of the local cluster is already running (pid {info.pid}, "
+            f"{info.bootstrap})",
+            hint=f"stop it first with 'logstore broker stop --node {node_id}'",
+        )
+    _check_node_ports_free(node)
+    if classpath is None:
+        from logstore_cli.jvm.deps import Classpath, ensure_classpath
+
+        classpath = ensure_classpath(Classpath.KAFKA)
+    jvm, config = _write_node_config(state_dir, node, layout.nodes, classpath)
+    data_dir = node_dir(state_dir, node_id) / _DATA_DIR
+    found = _cluster_id(data_dir)
+    if found is None:  # its data was deleted: it rejoins empty and copies the replicas back
+        _format(jvm, config, data_dir, timeout_s, layout.cluster_id)
+    elif found != layout.cluster_id:
+        raise _foreign_data(data_dir, found, layout.cluster_id)
+    proc, info = _launch_node(state_dir, node, jvm, config)
+    try:
+        _wait_nodes_up([(proc, info)], len(running) + 1, timeout_s)
+    except BaseException:
+        _terminate(proc.pid)
+        (node_dir(state_dir, node_id) / _NODE_STATE).unlink(missing_ok=True)
+        raise
+    return info
+
+
+def stop_node(
+    state_dir: Path, node_id: int, *, kill: bool = False, timeout_s: float = STOP_TIMEOUT_S
+) -> Stopped | None:
+    """Stop one node of the recorded cluster: SIGTERM (SIGKILL after ``timeout_s``), or SIGKILL
+    at once with ``kill`` (a crash, for fault tests). None when it was not running."""
+    layout = _require_layout(state_dir)
+    node = layout.node(node_id)
+    info = read_node_state(state_dir, node_id)
+    stopped = None
+    if info is not None and node_is_running(info):
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(info.pid, signal.SIGKILL)
+            if not _wait_gone(info.pid, KILL_TIMEOUT_S):
+                raise BrokerError(
+                    f"node {node_id} (pid {info.pid}) is still there {KILL_TIMEOUT_S:.0f}s after "
+                    "SIGKILL",
+                    hint=f"the kernel has not reaped it: check 'ps -o stat {info.pid}'",
+                )
+            forced = True
+        else:
+            forced = _terminate(info.pid, timeout_s=timeout_s)
+        stopped = Stopped(info.pid, f"{_HOST}:{node.port}", forced)
+    (node_dir(state_dir, node_id) / _NODE_STATE).unlink(missing_ok=True)
+    return stopped
+
+
+def stop_cluster(state_dir: Path, *, timeout_s: float = STOP_TIMEOUT_S) -> dict[int, Stopped]:
+    """Stop every running node of the recorded cluster (node id -> how it stopped); keep the data
+    and ports for the next start.
+
+    All get SIGTERM at once: a node stopped after the quorum lost its majority would wait for a
+    controller that never answers its controlled shutdown.
+    """
+    layout = read_layout(state_dir)
+    running = _running_nodes(state_dir, layout)
+    for info in running.values():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(info.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    stopped: dict[int, Stopped] = {}
+    for node_id, info in sorted(running.items()):
+        forced = not _wait_gone(info.pid, max(deadline - time.monotonic(), 0.0))
+        if forced:
+            _terminate(info.pid, timeout_s=0)
+        stopped[node_id] = Stopped(info.pid, info.bootstrap, forced)
+        (node_dir(state_dir, node_id) / _NODE_STATE).unlink(missing_ok=True)
+    return stopped
+
+
+def cluster_status(state_dir: Path) -> tuple[NodeStatus, ...] | None:
+    """Every node of the recorded cluster, running or not; None when ``state_dir`` holds none."""
+    layout = read_layout(state_dir)
+    if layout is None:
+        return None
+    running = _running_nodes(state_dir, layout)
+    out = []
+    for node in layout.nodes:
+        info = running.get(node.node_id)
+        path = node_dir(state_dir, node.node_id)
+        out.append(
+            NodeStatus(
+                node_id=node.node_id,
+                port=node.port,
+                controller_port=node.controller_port,
+                pid=info.pid if info else None,
+                alive=info is not None,
+                log_file=str(path / _NODE_LOG),
+                data_dir=str(path / _DATA_DIR),
+            )
+        )
+    return tuple(out)
+
+
+def local_bootstrap(state_dir: Path) -> str | None:
+    """The address of what ``logstore broker start`` runs in ``state_dir``: every node of a
+    cluster of which any node runs, else the single broker when it runs; None otherwise."""
+    layout = read_layout(state_dir)
+    if layout is not None:
+        return layout.bootstrap if _running_nodes(state_dir, layout) else None
+    info = read_state(state_dir)
+    return info.bootstrap if info and is_running(info) else None
+
+
+def cluster_health(bootstrap: str, *, timeout_s: float) -> Health | None:
+    """The cluster as the metadata of ``bootstrap`` shows it; None when no node answers."""
+    from confluent_kafka.admin import AdminClient
+
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "socket.connection.setup.timeout.ms": 1000,
+        "logger": _null_logger(),
+    }
+    try:
+        md = AdminClient(conf).list_topics(timeout=timeout_s)
+    except Exception:  # KafkaException on timeout / transport failure: nobody answers
+        return None
+    under = offline = 0
+    for topic in md.topics.values():
+        for part in topic.partitions.values():
+            under += len(part.isrs) < len(part.replicas)
+            offline += part.leader < 0
+    return Health(tuple(sorted(md.brokers)), under, offline)
+
+
+def _require_layout(state_dir: Path) -> ClusterLayout:
+    layout = read_layout(state_dir)
+    if layout is None:
+        raise InvalidInputError(
+            f"{broker_dir(state_dir)} holds no local cluster: --node needs one",
+            hint="start one with 'logstore broker start --brokers 3'",
+        )
+    return layout
+
+
+def _check_node_ports_free(node: NodePorts) -> None:
+    for port, what in ((node.port, "client"), (node.controller_port, "controller")):
+        if not port_is_free(port):
+            raise BrokerError(
+                f"the {what} port {port} of node {node.node_id} (kept from its last start) is "
+                "now used by another process",
+                hint=f"free port {port} (the other nodes know the node by it); or 'logstore "
+                "broker stop' and 'logstore broker start --fresh' for a new, empty cluster",
+            )
+
+
+def _cluster_ports(layout: ClusterLayout | None, count: int) -> tuple[NodePorts, ...]:
+    """Every node's ports when no node runs: the recorded ones where possible, else free ones.
+
+    A client port that is taken is an error (clients know it); controller ports are internal and
+    move silently (every node gets the new voter list).
+    """
+    clients: list[int] = []
+    controllers: list[int] = []
+    for node in layout.nodes if layout else ():
+        if not port_is_free(node.port):
+            raise BrokerError(
+                f"the client port {node.port} of node {node.node_id} (kept from its last start) "
+                "is now used by another process",
+                hint=f"free port {node.port}; or 'logstore broker start --fresh' for a new, empty "
+                "cluster on free ports",
+            )
+        clients.append(node.port)
+        taken = node.controller_port in clients or not port_is_free(node.controller_port)
+        controllers.append(0 if taken else node.controller_port)
+    clients += [0] * (count - len(clients))
+    controllers += [0] * (count - len(controllers))
+    used = set(clients) | set(controllers)
+    free = iter(p for p in _free_ports(2 * count) if p not in used)
+    return tuple(
+        NodePorts(i + 1, clients[i] or next(free), controllers[i] or next(free))
+        for i in range(count)
+    )
+
+
+def _cluster_identity(
+    state_dir: Path, layout: ClusterLayout | None, to_start: Sequence[NodePorts]
+) -> tuple[str, bool]:
+    """The cluster id the nodes share, and whether any of them already holds data."""
+    found = {
+        node.node_id: cid
+        for node in to_start
+        if (cid := _cluster_id(node_dir(state_dir, node.node_id) / _DATA_DIR)) is not None
+    }
+    cluster_id = layout.cluster_id if layout else next(iter(found.values()), new_cluster_id())
+    for node_id, cid in found.items():
+        if cid != cluster_id:
+            raise _foreign_data(node_dir(state_dir, node_id) / _DATA_DIR, cid, cluster_id)
+    return cluster_id, bool(found)
+
+
+def _foreign_data(data_dir: Path, found: str, expected: str) -> BrokerError:
+    return BrokerError(
+        f"{data_dir} belongs to Kafka cluster {found}, not to the local cluster {expected}",
+        hint="start a new, empty cluster with 'logstore broker start --brokers 3 --fresh'",
+    )
+
+
+def _write_node_config(
+    state_dir: Path, node: NodePorts, nodes: Sequence[NodePorts], classpath: list[Path]
+) -> tuple[list[str], Path]:
+    path = state_subdir(state_dir, "broker", f"{_NODE_PREFIX}{node.node_id}")
+    data_dir = state_subdir(state_dir, "broker", path.name, _DATA_DIR)
+    config = path / "server.properties"
+    _write_private(config, node_properties(node, nodes, data_dir))
+    return _jvm_args(classpath, path, _NODE_HEAP), config
+
+
+def _launch_node(
+    state_dir: Path, node: NodePorts, jvm: list[str], config: Path
+) -> tuple[subprocess.Popen[bytes], NodeInfo]:
+    path = node_dir(state_dir, node.node_id)
+    log_file = path / _NODE_LOG
+    with _new_log(log_file) as log:
+        proc = subprocess.Popen(
+            [*jvm, _MAIN_CLASS, str(config)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C in the shell that started it must not kill it
+        )  # fmt: skip
+    info = NodeInfo(
+        node_id=node.node_id,
+        pid=proc.pid,
+        bootstrap=f"{_HOST}:{node.port}",
+        controller=f"{_HOST}:{node.controller_port}",
+        log_file=str(log_file),
+        data_dir=str(path / _DATA_DIR),
+        config_file=str(config),
+        started_at=time.time(),
+    )
+    try:
+        _write_private(path / _NODE_STATE, json.dumps(asdict(info), indent=2))
+    except BaseException:
+        _terminate(proc.pid)
+        raise
+    return proc, info
+
+
+def _wait_nodes_up(
+    started: Sequence[tuple[subprocess.Popen[bytes], NodeInfo]], brokers: int, timeout_s: float
+) -> None:
+    """Until every started node answers metadata and sees ``brokers`` brokers registered."""
+    deadline = time.monotonic() + timeout_s
+    waiting = list(started)
+    while waiting:
+        proc, info = waiting[0]
+        if proc.poll() is not None:
+            raise BrokerError(
+                f"node {info.node_id} of the local cluster exited during start-up (exit code "
+                f"{proc.returncode})",
+                detail=_tail_file(Path(info.log_file)),
+                hint=f"full log: {info.log_file}",
+            )
+        health = cluster_health(info.bootstrap, timeout_s=2.0)
+        if health is not None and len(health.brokers) >= brokers:
+            waiting.pop(0)
+            continue
+        if time.monotonic() > deadline:
+            seen = f"; it sees brokers {_ids(health.brokers)}" if health else ""
+            raise BrokerError(
+                f"node {info.node_id} of the local cluster did not answer on {info.bootstrap} "
+                f"with all {brokers} brokers within {timeout_s:.0f}s{seen}",
+                detail=_tail_file(Path(info.log_file)),
+                hint=f"full log: {info.log_file}; a slow machine may need a longer --timeout",
+            )
+        time.sleep(0.2)  # poll interval of a condition with a deadline
+
+
+def _layout_json(layout: ClusterLayout) -> str:
+    return json.dumps(
+        {"cluster_id": layout.cluster_id, "nodes": [asdict(n) for n in layout.nodes]}, indent=2
+    )
