@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from logstore_cli import __version__
-from logstore_cli.cli import broker, ddl, ingest, read, setup, status, tables, verify
+from logstore_cli.cli import broker, ddl, ingest, read, setup, spark, status, tables, verify
 from logstore_cli.cli.output import Output, setup_logging
 from logstore_cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, DDLError, LogstoreError
 
@@ -26,12 +26,13 @@ app = typer.Typer(
     name="logstore",
     help="One table that is both a Delta Lake table and a consistent Kafka changelog.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 _verbose = False
+COMPLETE_VAR = "_LOGSTORE_COMPLETE"  # Typer's protocol: complete_bash, complete_zsh, …
 
 
 def _version_callback(value: bool) -> None:
@@ -61,6 +62,7 @@ def _root(
 
 
 app.add_typer(broker.app, name="broker")
+app.add_typer(spark.app, name="spark")
 app.command("setup")(setup.setup)
 app.command("validate")(ddl.validate)
 app.command("properties")(ddl.properties)
@@ -104,6 +106,10 @@ def _invoke(args: list[str]) -> None:
     "Aborted!" and 1.
     """
     command = typer.main.get_command(app)
+    if os.environ.get(COMPLETE_VAR):
+        # The shell's completion function calls us with this variable set: answer and exit, as
+        # Click's main() would (bypassed here). SystemExit carries the code.
+        command._main_shell_completion({}, "logstore", COMPLETE_VAR)
     with command.make_context("logstore", args) as ctx:
         command.invoke(ctx)
 

@@ -18,7 +18,7 @@ from rich.live import Live
 from rich.text import Text
 
 from logstore_cli.cli.context import Context, make_context, parse_pairs
-from logstore_cli.cli.options import JsonOpt, config_options
+from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, key_value_table
 from logstore_cli.config import Overrides, Uses
 from logstore_cli.errors import InvalidInputError
@@ -213,7 +213,7 @@ def spark_submit_command(job: IngestJob, ctx: Context, argv: list[str]) -> list[
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
 def ingest(
-    table: Annotated[str, typer.Argument(help="Table name: db.table (or table, in 'default').")],
+    table: TableArg,
     source: Annotated[
         str,
         typer.Option(

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from logstore_cli.config import CONFIG_ENV, SETTINGS, Overrides, Setting, Uses
+from logstore_cli.config import CONFIG_ENV, SETTINGS, Overrides, Setting, Uses, load
+from logstore_cli.errors import LogstoreError
 
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print machine-readable JSON on stdout instead of tables.")
@@ -27,6 +29,30 @@ StateDirOpt = Annotated[
         help="Where the local broker keeps its data, logs and pid file.",
         envvar="LOGSTORE_STATE_DIR",
         show_default="~/.local/state/logstore",
+    ),
+]
+
+
+def complete_table(ctx: typer.Context, incomplete: str) -> list[str]:
+    """The warehouse's table names for shell completion (``--warehouse``/``--config`` on the line
+    count): a directory listing, no Delta metadata read; nothing at all when the config is bad."""
+    from logstore_cli.catalog.warehouse import list_tables
+
+    warehouse = ctx.params.get(_PREFIX + "warehouse")
+    try:
+        config = load(
+            ctx.params.get(_CONFIG_PARAM), os.environ, {"warehouse": warehouse} if warehouse else {}
+        )
+        refs = list_tables(config.warehouse_path())
+    except (LogstoreError, OSError):  # completing must never print an error into the command line
+        return []
+    return [r.name for r in refs if r.name.startswith(incomplete)]
+
+
+TableArg = Annotated[
+    str,
+    typer.Argument(
+        help="Table name: db.table (or table, in 'default').", autocompletion=complete_table
     ),
 ]
 

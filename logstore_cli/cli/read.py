@@ -22,9 +22,8 @@ from rich.table import Table
 from rich.text import Text
 
 from logstore_cli.cli.context import Context, make_context
-from logstore_cli.cli.options import JsonOpt, config_options
+from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, key_value_table
-from logstore_cli.cli.tables import TableArg
 from logstore_cli.config import Overrides, Uses
 from logstore_cli.logformat.wire import RowKind, RowSchema
 from logstore_cli.read import plan

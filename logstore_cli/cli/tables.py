@@ -16,6 +16,7 @@ from rich.text import Text
 
 from logstore_cli.cli.context import Context, make_context, open_stores, parse_pairs
 from logstore_cli.cli.options import JsonOpt, config_options
+from logstore_cli.cli.options import TableArg as TableArg  # status.py imports it from here
 from logstore_cli.cli.output import Output, key_value_table, simple_table
 from logstore_cli.config import Overrides, Uses
 from logstore_cli.errors import InvalidInputError
@@ -23,7 +24,6 @@ from logstore_cli.errors import InvalidInputError
 if TYPE_CHECKING:
     from logstore_cli.model import TableSpec
 
-TableArg = Annotated[str, typer.Argument(help="Table name: db.table (or table, in 'default').")]
 DeleteTopicOpt = Annotated[
     bool, typer.Option("--delete-topic", help="Also delete the table's Kafka topic.")
 ]

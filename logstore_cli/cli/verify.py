@@ -17,9 +17,8 @@ from rich.panel import Panel
 from rich.text import Text
 
 from logstore_cli.cli.context import make_context
-from logstore_cli.cli.options import JsonOpt, config_options
+from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, key_value_table, simple_table
-from logstore_cli.cli.tables import TableArg
 from logstore_cli.config import Overrides, Uses
 from logstore_cli.errors import EXIT_FAILURE, InvalidInputError
 
