@@ -195,7 +195,7 @@ SETTINGS: tuple[Setting, ...] = (
         "kafka.bootstrap_servers", _text, "Kafka brokers for tables whose DDL names none.",
         Uses.BROKERS, env="LOGSTORE_KAFKA_BOOTSTRAP_SERVERS", flag="--bootstrap-servers",
         metavar="<host:port,…>", example="127.0.0.1:9092",
-        default_help="the local broker, when running",
+        default_help="the local broker (every node of a local cluster), when running",
     ),
     Setting(
         "kafka.timeout_s", _seconds,

@@ -36,8 +36,7 @@ class Context:
         from logstore_cli.kafka import local_broker
         from logstore_cli.paths import state_home
 
-        info = local_broker.read_state(state_home())
-        return info.bootstrap if info and local_broker.is_running(info) else None
+        return local_broker.local_bootstrap(state_home())  # a cluster: every node's address
 
     def load_table(self, name: str) -> StoredTable:
         """The table ``name`` of the warehouse, its model rebuilt from its Delta metadata."""

@@ -223,8 +223,7 @@ def _default_bootstrap(config: cfg.Config) -> str | None:
     from logstore_cli.kafka import local_broker
     from logstore_cli.paths import state_home
 
-    info = local_broker.read_state(state_home())
-    return info.bootstrap if info and local_broker.is_running(info) else None
+    return local_broker.local_bootstrap(state_home())  # a cluster: every node's address
 
 
 def resolve(options: Mapping[str, str]) -> ReadSpec:

@@ -350,8 +350,8 @@ def start(
         raise BrokerError(
             f"{root} holds a local {len(layout.nodes)}-node cluster, not a single broker",
             hint=f"restart that cluster with 'logstore broker start --brokers "
-            f"{len(layout.nodes)}'; or 'logstore broker start --fresh' to delete its topics and "
-            "records and start one empty broker",
+            f"{len(layout.nodes)}'; or 'logstore broker start --brokers 1 --fresh' to delete its "
+            "topics and records and start one empty broker",
         )
     recorded = read_cluster(state_dir)
     port, controller_port, sasl_port = _choose_ports(
