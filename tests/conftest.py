@@ -16,6 +16,7 @@ pytest_plugins = [
     "tests.plugins.isolation",  # autouse: a clean LOGSTORE_* environment for every test
     "tests.plugins.kafka_broker",  # kafka_bootstrap (session), topic_name
     "tests.plugins.authz_broker",  # authz_broker: a second broker with SASL users and ACLs on
+    "tests.plugins.kafka_cluster",  # kafka_cluster (session, lazy): three KRaft nodes, for faults
     "tests.plugins.spark_session",  # spark (session): local Spark with Delta
 ]
 
