@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from logstore_cli.ingest.plan import GenerateSource
-    from logstore_cli.jobs.ingest import StopOnSigint
+    from logstore_cli.interrupt import StopOnCtrlC
     from logstore_cli.model import TableSpec
 
 FILE, LOG, DOUBLE, RAW = "file-only", "log-only", "double-write", "raw producer"
@@ -449,7 +449,7 @@ class Bench:
         root: Path,
         bootstrap: str,
         opts: Options,
-        stop: StopOnSigint,
+        stop: StopOnCtrlC,
         broker_pid: int | None,
     ) -> None:
         from pyspark import SparkContext
@@ -614,7 +614,7 @@ class Bench:
 
 
 def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str, object]]:
-    from logstore_cli.jobs.ingest import GENERATE_ONCE_BATCH, StopOnSigint
+    from logstore_cli.jobs.ingest import GENERATE_ONCE_BATCH, stop_on_ctrl_c
 
     root = Path(tempfile.mkdtemp(prefix="logstore-bench-ingest-"))
     loads = [_load()]
@@ -623,7 +623,7 @@ def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str
             _broker(opts, root) as (bootstrap, broker_pid),
             _spark(root) as spark,
             # after the Spark start, which installs its own handler
-            StopOnSigint(say, quiet_second=True) as stop,
+            stop_on_ctrl_c(say, quiet_second=True) as stop,
         ):
             bench = Bench(spark, root, bootstrap, opts, stop, broker_pid)
             say(f"encoding the {opts.changes:,} changes for the raw producer (untimed) ...")

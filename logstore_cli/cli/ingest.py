@@ -425,7 +425,7 @@ def _run(ctx: Context, out: Output, table: str, job: IngestJob) -> RunSummary:
     except BaseException:
         lease.release()
         raise
-    with Progress(out, table, job) as progress, ingest_job.StopOnSigint(out.warning) as stopper:
+    with Progress(out, table, job) as progress, ingest_job.stop_on_ctrl_c(out.warning) as stopper:
         run = ingest_job.start(
             spark, job, lease, on_epoch=progress.epoch, on_start=progress.started_as
         )

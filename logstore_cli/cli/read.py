@@ -9,11 +9,8 @@ writing a path). ``auto`` picks the consumer for a log read to stdout, Spark oth
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 from collections.abc import Callable, Mapping
-from types import FrameType
 from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -25,6 +22,7 @@ from logstore_cli.cli.context import Context, make_context
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, key_value_table
 from logstore_cli.config import Overrides, Uses
+from logstore_cli.interrupt import StopOnCtrlC
 from logstore_cli.logformat.wire import RowKind, RowSchema
 from logstore_cli.read import plan
 from logstore_cli.read.service import ReadRequest, ReadSummary, build_request
@@ -114,31 +112,6 @@ def _where(meta: Mapping[str, Any]) -> str:
     if "version" in meta:
         return f"v{meta['version']}"
     return ""
-
-
-class StopOnCtrlC:
-    """Ctrl-C once: the read stops at the next batch boundary (its checkpoint saved). Twice: at
-    once (KeyboardInterrupt)."""
-
-    def __init__(self, out: Output) -> None:
-        self.out = out
-        self.requested = threading.Event()
-        self.previous: Any = None
-
-    def __enter__(self) -> StopOnCtrlC:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested.is_set():
-            raise KeyboardInterrupt
-        self.requested.set()
-        self.out.warning("stopping the read (Ctrl-C again to stop at once)")
 
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
@@ -274,7 +247,7 @@ def read(
     _describe_start(out, req)
     # Spark installs its own SIGINT handler when it starts: ours goes in after it.
     spark = _session(ctx, out, req) if req.engine == "spark" else None
-    with StopOnCtrlC(out) as stopper:
+    with StopOnCtrlC(out.warning, "stopping the read (Ctrl-C again to stop at once)") as stopper:
         try:
             summary = _run(spark, req, sink, stopper.requested.is_set)
         except BrokenPipeError:

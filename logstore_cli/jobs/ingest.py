@@ -18,7 +18,6 @@ checkpoint. A test-only fault hook (``LOGSTORE_FAULT_KILL_AT``) kills the proces
 from __future__ import annotations
 
 import json
-import logging
 import os
 import secrets
 import signal
@@ -27,8 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
@@ -36,6 +34,7 @@ from pyspark.sql.window import Window
 from logstore_cli.catalog import epochs
 from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError
 from logstore_cli.ingest import plan
+from logstore_cli.interrupt import StopOnCtrlC
 from logstore_cli.logformat.values import (
     ArrayType,
     MapType,
@@ -762,39 +761,16 @@ def wait(run: IngestRun, *, stop: Callable[[], bool], poll_s: int = 1) -> RunSum
     return writer.summary
 
 
-class StopOnSigint:
-    """Ctrl-C once: ask ``wait`` to stop after the epoch in flight. Twice: KeyboardInterrupt.
-
-    Replaces PySpark's own SIGINT handler (installed when its context starts), which cancels the
-    running Spark jobs: the epoch in flight would die half-way instead of finishing."""
-
-    def __init__(self, say: Callable[[str], None], *, quiet_second: bool = False) -> None:
-        self.say = say
-        self.quiet_second = quiet_second  # a second Ctrl-C also silences the logs it cuts short
-        self.requested = threading.Event()
-        self.previous: Any = None
-
-    def __enter__(self) -> Self:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested.is_set():
-            if self.quiet_second:  # py4j and PySpark log the calls this cuts short, with traces
-                logging.disable(logging.CRITICAL)
-            raise KeyboardInterrupt
-        self.requested.set()
-        self.say("stopping after the epoch in flight (Ctrl-C again to stop at once)")
-
-    def check(self) -> None:
-        """Between steps of a caller's own: end it as the second Ctrl-C would."""
-        if self.requested.is_set():
-            raise KeyboardInterrupt
+def stop_on_ctrl_c(say: Callable[[str], None], *, quiet_second: bool = False) -> StopOnCtrlC:
+    """Ctrl-C once: ask ``wait`` to stop after the epoch in flight (pass ``requested.is_set`` as
+    its ``stop``). Twice: KeyboardInterrupt. Enter it after the Spark session started: it replaces
+    PySpark's own SIGINT handler, which cancels the running Spark jobs (the epoch in flight would
+    die half-way instead of finishing)."""
+    return StopOnCtrlC(
+        say,
+        "stopping after the epoch in flight (Ctrl-C again to stop at once)",
+        quiet_second=quiet_second,
+    )
 
 
 def _stop_after_epoch(run: IngestRun) -> None:

@@ -12,6 +12,7 @@ PACKAGE = Path(__file__).parents[2] / "logstore_cli"
 ALLOWED: dict[str, set[str]] = {
     "model": set(),
     "errors": set(),
+    "interrupt": set(),
     "names": {"errors"},
     "paths": {"errors"},
     "config": {"errors", "model"},
@@ -24,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "provision": {"errors", "model", "names", "ddl", "kafka", "catalog", "config"},
     "read": {"errors", "model", "names", "logformat", "kafka", "catalog"},
     "jobs": {"errors", "model", "names", "ddl", "kafka", "catalog", "config", "paths", "jvm",
-             "logformat", "provision", "ingest", "read"},
+             "logformat", "provision", "ingest", "read", "interrupt"},
 }  # fmt: skip
 TOP = {"__init__", "__main__", "cli", *ALLOWED}
 
