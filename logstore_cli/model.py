@@ -18,7 +18,9 @@ REDACTED = "***"
 
 # Applied when logstore creates the topic and the DDL does not say (Paimon's defaults too).
 DEFAULT_PARTITIONS = 1
-DEFAULT_REPLICATION = 1
+# The replication of a topic whose DDL does not say is the cluster's own default
+# (``default.replication.factor``): 1 on one broker, 3 on a local three-node cluster.
+BROKER_DEFAULT = "broker default"
 
 # Words that make a property key secret wherever they occur in it (split on . - _).
 _SECRET_WORDS = frozenset(
@@ -303,7 +305,7 @@ class LogStoreSpec:
     consistency: Consistency
     changelog_mode: ChangelogMode
     partitions: int  # concrete: defaults were applied when the model was built
-    replication: int
+    replication: int | None  # None: the cluster's default.replication.factor
     client_properties: Mapping[str, str]  # Kafka client passthrough, prefix stripped, raw values
     data_format: str = "json"
     read_mode: ReadMode = ReadMode.FILE

@@ -20,6 +20,7 @@ from logstore_cli.cli.options import TableArg as TableArg  # status.py imports i
 from logstore_cli.cli.output import Output, key_value_table, simple_table
 from logstore_cli.config import Overrides, Uses
 from logstore_cli.errors import InvalidInputError
+from logstore_cli.model import BROKER_DEFAULT
 
 if TYPE_CHECKING:
     from logstore_cli.model import TableSpec
@@ -112,7 +113,7 @@ def _plan_table(rows: list[dict[str, Any]], dry_run: bool) -> Any:
             return "(log store off)"
         return (
             f"{t['name']} ({t['action']}; {t['partitions']} partitions, replication "
-            f"{t['replication']}) @ {t['address']}"
+            f"{t['replication'] or BROKER_DEFAULT}) @ {t['address']}"
         )
 
     return simple_table(
@@ -167,8 +168,10 @@ def _render_describe(console: Console, d: dict[str, Any]) -> None:
         parts.append(
             key_value_table(
                 "Log store",
-                [(k.replace("_", " "), v) for k, v in log.items()
-                 if k not in ("enabled", "client_properties") and v is not None]
+                [(k.replace("_", " "), BROKER_DEFAULT if k == "replication" and v is None else v)
+                 for k, v in log.items()
+                 if k not in ("enabled", "client_properties")
+                 and (v is not None or k == "replication")]
                 + [("client properties", ", ".join(f"{k}={v}" for k, v in
                                                    log["client_properties"].items()))],
             )

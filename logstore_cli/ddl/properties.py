@@ -23,7 +23,6 @@ from logstore_cli.ddl.options import BOOTSTRAP_SERVERS_ENV, ParseOptions
 from logstore_cli.errors import DDLError, Diagnostic
 from logstore_cli.model import (
     DEFAULT_PARTITIONS,
-    DEFAULT_REPLICATION,
     ChangelogMode,
     Consistency,
     EmitMode,
@@ -260,7 +259,7 @@ class _Checker:
                 changelog[0] if changelog else (auto if paimon else "all-kinds")
             ),
             partitions=int(partitions.value) if partitions else DEFAULT_PARTITIONS,
-            replication=int(replication.value) if replication else DEFAULT_REPLICATION,
+            replication=int(replication.value) if replication else None,
             client_properties={k: s.value for k, s in self.client.items()},
             data_format=data_format[0]
             if data_format

@@ -14,7 +14,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-from logstore_cli.model import DEFAULT_PARTITIONS, DEFAULT_REPLICATION, edit_distance
+from logstore_cli.model import DEFAULT_PARTITIONS, edit_distance
 
 # Keys under these prefixes must be known: a misspelling is an error, not a silently ignored key.
 RESERVED_PREFIXES = ("log-store.", "log.", "mixed-format.", "arctic.")
@@ -224,8 +224,9 @@ REGISTRY: tuple[PropertyDef, ...] = (
         "log.system.replication",
         PropType.INT,
         _P,
-        "Replication factor of the topic when logstore creates it.",
-        default=str(DEFAULT_REPLICATION),
+        "Replication factor of the topic when logstore creates it. Unset: the cluster's "
+        "`default.replication.factor` (1 on a single broker, 3 on `logstore broker start "
+        "--brokers 3`, whose `min.insync.replicas` is 2).",
         minimum=1,
     ),
     PropertyDef(
@@ -441,7 +442,7 @@ def markdown_table() -> str:
     defaults = (
         "Defaults when the log store is on: the topic has none (an error); the broker address "
         "comes from the DDL, else from $LOGSTORE_KAFKA_BOOTSTRAP_SERVERS, else it is an error; "
-        f"partitions {DEFAULT_PARTITIONS} and replication {DEFAULT_REPLICATION}. Consistency and "
+        f"partitions {DEFAULT_PARTITIONS} and the cluster's default replication. Consistency and "
         "changelog mode follow the vocabulary that turned the log store on: `log.system` gives "
         "`committed` and `auto`, `log-store.enabled` gives `none` and `all-kinds`."
     )

@@ -201,7 +201,9 @@ class KafkaAdmin:
             request_timeout=remaining,
             operation_timeout=remaining * 0.8,
         )
-        self._result(futures[name], op, deadline, replication=replication)
+        self._result(
+            futures[name], op, deadline, replication=None if replication == -1 else replication
+        )
         if not validate_only:
             self._settle(
                 op, deadline,

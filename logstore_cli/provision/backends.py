@@ -34,7 +34,7 @@ class TopicStore(TopicReader, Protocol):
         self,
         log: LogStoreSpec,
         partitions: int,
-        replication: int,
+        replication: int | None,  # None: the cluster's default.replication.factor
         configs: Mapping[str, str],
         *,
         validate_only: bool = False,

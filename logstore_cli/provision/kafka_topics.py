@@ -30,13 +30,17 @@ class KafkaTopicStore:
         self,
         log: LogStoreSpec,
         partitions: int,
-        replication: int,
+        replication: int | None,  # None: the cluster's default.replication.factor
         configs: Mapping[str, str],
         *,
         validate_only: bool = False,
     ) -> None:
         self._admin(log).create_topic(
-            log.topic, partitions, replication, configs, validate_only=validate_only
+            log.topic,
+            partitions,
+            -1 if replication is None else replication,  # -1: CreateTopics' "broker default"
+            configs,
+            validate_only=validate_only,
         )
 
     def add_partitions(self, log: LogStoreSpec, total: int, *, validate_only: bool = False) -> None:

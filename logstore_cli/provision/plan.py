@@ -43,7 +43,7 @@ class TablePlan:
     delta: Step
     topic: Step
     partitions: int | None = None
-    replication: int | None = None
+    replication: int | None = None  # None: a topic to create with the cluster's default
     topic_configs: dict[str, str] = field(default_factory=dict)
     differences: tuple[Difference, ...] = ()
     topic_users: tuple[str, ...] = ()  # other tables whose log is this topic
@@ -123,13 +123,15 @@ def table_differences(spec: TableSpec, existing: DeltaState) -> list[Difference]
 
 
 def topic_differences(
-    spec: TableSpec, topic: TopicInfo, partitions: int, replication: int
+    spec: TableSpec, topic: TopicInfo, partitions: int, replication: int | None
 ) -> list[Difference]:
+    """What differs between the declared topic and ``topic``; an undeclared replication (the
+    cluster's default) matches any."""
     diffs = []
     name = spec.log_store.topic if spec.log_store else topic.name
     if topic.partitions != partitions:
         diffs.append(Difference(f"topic {name} partitions", str(partitions), str(topic.partitions)))
-    if topic.replication != replication:
+    if replication is not None and topic.replication != replication:
         diffs.append(
             Difference(f"topic {name} replication", str(replication), str(topic.replication))
         )
@@ -166,6 +168,8 @@ def plan_table(
     if existing_topic is not None:
         topic = Step.EXISTS
         diffs += topic_differences(spec, existing_topic, partitions, replication)
+        if replication is None:  # report what the topic has, not what a new one would get
+            replication = existing_topic.replication
     return TablePlan(
         spec,
         path,

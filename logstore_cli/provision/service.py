@@ -199,7 +199,7 @@ def create_tables(
 def _validate_topic(plan: TablePlan, stores: Stores) -> None:
     log_spec = plan.spec.log_store
     if log_spec is not None and plan.topic is Step.CREATE:
-        assert plan.partitions is not None and plan.replication is not None
+        assert plan.partitions is not None
         stores.topics.create(
             log_spec, plan.partitions, plan.replication, plan.topic_configs, validate_only=True
         )
@@ -209,7 +209,7 @@ def _apply(plan: TablePlan, stores: Stores) -> None:
     spec, log_spec = plan.spec, plan.spec.log_store
     created_topic = False
     if log_spec is not None and plan.topic is Step.CREATE:
-        assert plan.partitions is not None and plan.replication is not None
+        assert plan.partitions is not None
         stores.topics.create(log_spec, plan.partitions, plan.replication, plan.topic_configs)
         created_topic = True
     if plan.delta is Step.CREATE:
@@ -272,7 +272,7 @@ class TopicChange:
     name: str
     action: str  # create | exists | add-partitions | keep | delete
     partitions: int | None = None
-    replication: int | None = None
+    replication: int | None = None  # None with "create": the cluster's default
     configs_set: Mapping[str, str] = field(default_factory=dict)
     configs_unset: tuple[str, ...] = ()
     old_topic: str | None = None  # the topic the table used before a rename
@@ -428,7 +428,7 @@ def _topic_change(
             f"to {partitions}",
             hint="set log.system.partitions to at least the current count",
         )
-    if replication != info.replication:
+    if replication is not None and replication != info.replication:
         raise TableConflictError(
             f"topic '{new.topic}' has replication {info.replication}; logstore does not change "
             f"the replication of an existing topic (to {replication})",
@@ -440,7 +440,7 @@ def _topic_change(
         new.topic,
         "add-partitions" if partitions > info.partitions else "exists",
         partitions,
-        replication,
+        info.replication,
         configs_set={k: v for k, v in wanted.items() if info.configs.get(k) != v},
         configs_unset=tuple(sorted(k for k in before if k not in wanted and k in info.configs)),
         old_topic=old_topic,
@@ -480,7 +480,7 @@ def _validate_change(
     if change is None or new is None:
         return
     if change.action == "create":
-        assert change.partitions is not None and change.replication is not None
+        assert change.partitions is not None
         topics.create(
             new, change.partitions, change.replication, change.configs_set, validate_only=True
         )
@@ -526,7 +526,7 @@ def _apply_alter(
     journal = _Journal()
     try:
         if change is not None and change.action == "create" and new is not None:
-            assert change.partitions is not None and change.replication is not None
+            assert change.partitions is not None
             stores.topics.create(new, change.partitions, change.replication, change.configs_set)
             journal.did(f"created topic '{new.topic}'", lambda: stores.topics.delete(new))
         stores.delta.alter(path, dict(set_), list(unset))

@@ -27,7 +27,7 @@ def test_amoro_defaults() -> None:
     assert (spec.system, spec.address, spec.topic) == ("kafka", "h:9092", "t")
     assert spec.consistency is Consistency.NONE
     assert spec.changelog_mode is ChangelogMode.ALL_KINDS
-    assert (spec.partitions, spec.replication) == (1, 1)
+    assert (spec.partitions, spec.replication) == (1, None)  # None: the cluster's default
     assert (spec.read_mode, spec.emit_mode, spec.startup_mode) == (
         ReadMode.FILE,
         EmitMode.AUTO,

@@ -80,7 +80,7 @@ def test_allowed_values_from_the_design() -> None:
     assert (
         registry.get("log.system.partitions").default,
         registry.get("log.system.replication").default,
-    ) == ("1", "1")
+    ) == ("1", None)  # replication: the cluster's default.replication.factor
 
 
 def test_aliases() -> None:

@@ -74,6 +74,7 @@ class MemTopics:
     unreachable: bool = False
     fail: dict[str, BaseException] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
+    default_replication: int = 1  # the cluster's default.replication.factor
 
     def _op(
         self, op: str, log: LogStoreSpec, *, validate_only: bool = False, note: str = ""
@@ -101,7 +102,7 @@ class MemTopics:
         self,
         log: LogStoreSpec,
         partitions: int,
-        replication: int,
+        replication: int | None,
         configs: Mapping[str, str],
         *,
         validate_only: bool = False,
@@ -110,7 +111,8 @@ class MemTopics:
         if log.topic in self.topics:
             raise TopicExistsError(f"Kafka topic '{log.topic}' already exists")
         if not validate_only:
-            self.topics[log.topic] = TopicInfo(log.topic, partitions, replication, dict(configs))
+            actual = self.default_replication if replication is None else replication
+            self.topics[log.topic] = TopicInfo(log.topic, partitions, actual, dict(configs))
 
     def add_partitions(self, log: LogStoreSpec, total: int, *, validate_only: bool = False) -> None:
         self._op("add-partitions", log, validate_only=validate_only, note=f" {total}")
