@@ -173,6 +173,42 @@ class TableStatus:
         }
 
 
+class CommitCache:
+    """The ``commitInfo`` of each Delta commit, read from its file once: a status refreshed in a
+    loop (``status --watch``) reads only the commits that are new since its last refresh. Only
+    what a status uses is kept (not ``operationParameters``, which holds whole MERGE predicates)."""
+
+    KEEP = ("timestamp", "inCommitTimestamp", "operation", "operationMetrics", "userMetadata")
+
+    def __init__(self) -> None:
+        self._infos: dict[int, dict[str, Any] | None] = {}
+
+    def commits(self, table: Path, up_to: int) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(version, commitInfo)`` of the Delta log's JSON commits up to ``up_to``, newest first
+        (``catalog.epochs`` reads the files; not delta-rs' history, which replays the log again)."""
+        versions = commit_versions(table)
+        present = set(versions)
+        for gone in [v for v in self._infos if v not in present]:  # removed by log retention
+            del self._infos[gone]
+        for version in versions:
+            if version > up_to:
+                continue  # committed after the snapshot this status describes
+            if version not in self._infos:
+                info = commit_info(table, version)
+                self._infos[version] = (
+                    None if info is None else {k: info[k] for k in self.KEEP if k in info}
+                )
+            found = self._infos[version]
+            if found is not None:
+                yield version, found
+
+    def cached(self) -> list[tuple[int, dict[str, Any]]]:
+        """What ``commits`` has read so far, newest first."""
+        return sorted(
+            ((v, i) for v, i in self._infos.items() if i is not None), key=lambda c: -c[0]
+        )
+
+
 def table_status(
     ref: wh.TableRef,
     topics: TopicReader | None,
@@ -181,11 +217,13 @@ def table_status(
     now: float | None = None,
     host: str | None = None,
     holder_dead: Callable[[LeaseInfo], bool] = local_holder_dead,
+    commits: CommitCache | None = None,
 ) -> TableStatus:
     """The status of the committed table ``ref``; with ``topics``, its topic's end offsets too.
 
     ``now``, ``host`` and ``holder_dead`` default to the clock, this host's name and the process
-    check of ``catalog.lease`` (tests pass fakes)."""
+    check of ``catalog.lease`` (tests pass fakes); ``commits`` keeps the commits read across
+    calls (a fresh one reads them all)."""
     state = wh.read_delta(ref.path)
     now = time.time() if now is None else now
     warnings: list[str] = []
@@ -204,7 +242,7 @@ def table_status(
     quarantined = count_quarantined(ref.path, warnings)
     writers: dict[str, WriterStatus] = {}
     oldest = None
-    for version, info_action in _commits(ref.path, state.version):
+    for version, info_action in (commits or CommitCache()).commits(ref.path, state.version):
         oldest = version
         try:
             parsed = parse_commit_metadata(info_action.get("userMetadata"))
@@ -216,7 +254,7 @@ def table_status(
         epoch, offsets = parsed
         if epoch.writer not in writers:  # newest first: the first one seen is the writer's last
             writers[epoch.writer] = WriterStatus(
-                epoch.writer, epoch.epoch, epoch.attempt, version, _commit_time(info_action),
+                epoch.writer, epoch.epoch, epoch.attempt, version, commit_time(info_action),
                 offsets,
             )  # fmt: skip
     ordered = tuple(sorted(writers.values(), key=lambda w: -w.delta_version))
@@ -265,18 +303,7 @@ def _log_status(
     return LogStatus(log_store.topic, partitions, asked=asked, error=error)
 
 
-def _commits(table: Path, up_to: int) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(version, commitInfo)`` of the Delta log's JSON commits up to ``up_to``, newest first
-    (``catalog.epochs`` reads the files; not delta-rs' history, which replays the log again)."""
-    for version in commit_versions(table):
-        if version > up_to:
-            continue  # committed after the snapshot this status describes
-        info = commit_info(table, version)
-        if info is not None:
-            yield version, info
-
-
-def _commit_time(info: Mapping[str, Any]) -> float | None:
+def commit_time(info: Mapping[str, Any]) -> float | None:
     ts = info.get("inCommitTimestamp", info.get("timestamp"))
     if isinstance(ts, bool) or not isinstance(ts, int):
         return None

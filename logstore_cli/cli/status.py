@@ -4,28 +4,44 @@ against the last commit, and the quarantine (see ``catalog/status.py`` for what 
 No Spark: the Delta log is read with delta-rs and as files, Kafka with the admin client. When Kafka
 cannot be asked, the rest is still printed with a warning and the exit code is 0, as ``describe``
 does: the table's own state was read, and ``--json`` carries the failure in ``log.error``.
+
+``--watch`` refreshes every ``--interval`` seconds until Ctrl-C (exit 130): a live view on a
+terminal, one plain snapshot per refresh without one, one JSON object per line with ``--json``
+(the status, a ``timestamp`` and the rates of ``catalog/watch.py``). A refresh reads only the Delta
+commits new since the last one and reuses one Kafka admin client; a failure after the first
+refresh (the broker gone, the table unreadable) is a warning in the view, not an exit.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
 from logstore_cli.cli.context import make_context
-from logstore_cli.cli.options import JsonOpt, config_options
+from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, key_value_table, simple_table
-from logstore_cli.cli.tables import TableArg
 from logstore_cli.config import Overrides, Uses
+from logstore_cli.errors import InvalidInputError, LogstoreError
+
+if TYPE_CHECKING:
+    from logstore_cli.catalog.watch import Rates
 
 TAIL_NOTE = (
     "after commit = records written since the last epoch commit's records: its commit marker (1 "
     "after a clean commit, 0 until the markers are out, more when a restart re-published them), "
     "then records of epochs not committed yet"
 )
+DEFAULT_INTERVAL_S = 2.0
+MIN_INTERVAL_S = 0.1
+MAX_INTERVAL_S = 3600.0
 
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA)
@@ -36,6 +52,23 @@ def status(
         bool,
         typer.Option("--no-topic", help="Do not contact Kafka: Delta, lease and quarantine only."),
     ] = False,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            "-w",
+            help="Refresh until Ctrl-C: a live view on a terminal, a snapshot per refresh "
+            "otherwise, a JSON object per line with --json (with rows_per_s and a timestamp).",
+        ),
+    ] = False,
+    interval: Annotated[
+        float | None,
+        typer.Option(
+            "--interval",
+            help=f"Seconds between refreshes with --watch [default: {DEFAULT_INTERVAL_S:g}].",
+            show_default=False,
+        ),
+    ] = None,
     *,
     overrides: Overrides,
 ) -> None:
@@ -43,18 +76,40 @@ def status(
     from logstore_cli.catalog import warehouse as wh
     from logstore_cli.catalog.status import table_status
 
+    if interval is not None and not watch:
+        raise InvalidInputError("--interval needs --watch", hint="add --watch, or drop --interval")
+    every = DEFAULT_INTERVAL_S if interval is None else interval
+    if not MIN_INTERVAL_S <= every <= MAX_INTERVAL_S:
+        raise InvalidInputError(
+            f"--interval must be between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds, "
+            f"got {every:g}"
+        )
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
     ref = wh.find_table(ctx.warehouse, table)
     if no_topic:
-        result = table_status(ref, None, default_bootstrap=ctx.default_bootstrap)
+        topics = None
     else:
         from logstore_cli.provision.kafka_topics import KafkaTopicStore
 
-        topics = KafkaTopicStore(ctx.config.kafka)
-        try:
-            result = table_status(ref, topics, default_bootstrap=ctx.default_bootstrap)
-        finally:
+        topics = KafkaTopicStore(ctx.config.kafka)  # one admin client per broker, for every refresh
+    try:
+        if watch:
+            from logstore_cli.catalog.status import CommitCache
+
+            cache = CommitCache()
+            _watch(
+                out,
+                lambda: table_status(
+                    ref, topics, default_bootstrap=ctx.default_bootstrap, commits=cache
+                ).to_json(),
+                cache.cached,
+                every,
+            )
+            return
+        result = table_status(ref, topics, default_bootstrap=ctx.default_bootstrap)
+    finally:
+        if topics is not None:
             topics.close()
     for warning in result.warnings:
         out.warning(warning)
@@ -137,3 +192,195 @@ def _render(console: Console, d: dict[str, Any]) -> None:
     console.print(
         Panel(Group(*parts), title=Text(d["name"], style="bold"), title_align="left", expand=False)
     )
+
+
+# -- status --watch ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WatchView:
+    """What one refresh of ``status --watch`` shows, as text (rendered live or as plain lines)."""
+
+    name: str
+    at: str  # local time of the refresh
+    facts: list[tuple[str, str]]
+    writers: list[tuple[str, ...]]  # writer, epoch, attempt, Delta version, committed at
+    topic: str | None  # the partitions' caption; None: no tail to show
+    partitions: list[tuple[str, ...]]  # partition, committed offset, end offset, after commit
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    WRITER_COLUMNS = ("writer", "epoch", "attempt", "delta version", "committed at")
+    PARTITION_COLUMNS = ("partition", "committed offset", "end offset", "after commit")
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def watch_view(d: dict[str, Any], rates: Rates, at: float, warnings: list[str]) -> WatchView:
+    """The view of one refresh: the status ``d`` (its ``to_json``), the rates, the refresh time and
+    the warnings to show (the status's own, and a failed refresh's)."""
+    delta = d["delta"]
+    q = d["quarantined"]
+    facts = [
+        ("delta version", str(delta["version"])),
+        ("rows/s", _rate(rates.rows_per_s)),
+        ("log records/s", _rate(rates.log_records_per_s)),
+        ("lease", _lease_line(d["lease"])),
+        ("quarantined", str(q["total"])),
+    ]
+    writers: list[tuple[str, ...]] = [
+        (w["writer"], str(w["epoch"]), w["attempt"], str(w["delta_version"]),
+         _cell(w["committed_at"]))
+        for w in d["writers"]
+    ]  # fmt: skip
+    notes: list[str] = [] if d["writers"] else ["no epoch committed yet"]
+    log = d["log"]
+    topic = None
+    partitions: list[tuple[str, ...]] = []
+    if log is None:
+        notes.append("log store: off")
+    elif log["topic"] is not None:
+        last = d["last_commit"]
+        topic = f"topic {log['topic']}" + (
+            f" after writer {last['writer']} epoch {last['epoch']}" if last else ""
+        )
+        partitions = [
+            (str(p["partition"]), _cell(p["committed_offset"]), _cell(p["end_offset"]),
+             _cell(p["after_commit"]))
+            for p in log["partitions"]
+        ]  # fmt: skip
+    return WatchView(
+        name=d["name"],
+        at=datetime.fromtimestamp(at).strftime("%H:%M:%S"),
+        facts=facts,
+        writers=writers,
+        topic=topic,
+        partitions=partitions,
+        notes=notes,
+        warnings=list(warnings),
+    )
+
+
+def render_plain(view: WatchView) -> list[str]:
+    """One snapshot as plain lines (no terminal: a log file, a pipe)."""
+    lines = [f"{view.name} at {view.at}: " + "; ".join(f"{k} {v}" for k, v in view.facts)]
+    lines += [
+        "  writer {} epoch {} attempt {} delta version {} committed at {}".format(*w)
+        for w in view.writers
+    ]
+    if view.topic is not None and view.partitions:
+        lines.append(f"  {view.topic}:")
+        lines += [
+            f"    partition {p}: committed offset {c}, end offset {e}, after commit {a}"
+            for p, c, e, a in view.partitions
+        ]
+    lines += [f"  {note}" for note in view.notes]
+    lines += [f"  warning: {w}" for w in view.warnings]
+    return lines
+
+
+def render_rich(view: WatchView) -> RenderableType:
+    """One refresh as a panel for the live view."""
+    parts: list[RenderableType] = [key_value_table(None, view.facts)]
+    if view.writers:
+        parts.append(simple_table("Writers (last committed epoch of each)",
+                                  WatchView.WRITER_COLUMNS, view.writers))  # fmt: skip
+    if view.topic is not None and view.partitions:
+        parts.append(simple_table(view.topic, WatchView.PARTITION_COLUMNS, view.partitions))
+    parts += [Text(note, style="dim") for note in view.notes]
+    parts += [Text.assemble(("warning:", "yellow"), " ", w) for w in view.warnings]
+    parts.append(Text("Ctrl-C to stop", style="dim"))
+    title = Text.assemble((view.name, "bold"), f"  {view.at}")
+    return Panel(Group(*parts), title=title, title_align="left", expand=False)
+
+
+@dataclass
+class _Refresher:
+    """Takes a status and its rates per refresh; after the first, a failure becomes a warning."""
+
+    read: Callable[[], dict[str, Any]]
+    commits: Callable[[], list[tuple[int, dict[str, Any]]]]
+    window_s: float
+    last: dict[str, Any] | None = None
+
+    def __call__(self) -> tuple[dict[str, Any], Rates, float, list[str]]:
+        from logstore_cli.catalog.watch import rates, samples
+
+        failed: list[str] = []
+        try:
+            self.last = self.read()
+        except LogstoreError as exc:
+            if self.last is None:
+                raise  # nothing read yet: the table or the input is wrong, an error as without --watch
+            failed = [f"refresh failed, showing the last status: {exc.message}"]
+        now = time.time()
+        found = rates(samples(self.commits()), now, self.window_s)
+        return self.last, found, now, [*self.last["warnings"], *failed]
+
+
+def _ticks(interval: float, stop: Callable[[float], bool]) -> Iterator[None]:
+    """Yield at once, then every ``interval`` seconds from the last tick's start (a steady cadence
+    whatever a refresh took; after one longer than that, at once), until ``stop(timeout)``, which
+    waits up to ``timeout`` seconds, returns True."""
+    next_at = time.monotonic()
+    while True:
+        yield
+        next_at = max(next_at + interval, time.monotonic())
+        if stop(next_at - time.monotonic()):
+            return
+
+
+def _watch(
+    out: Output,
+    read: Callable[[], dict[str, Any]],
+    commits: Callable[[], list[tuple[int, dict[str, Any]]]],
+    interval: float,
+) -> None:
+    from rich.live import Live
+
+    from logstore_cli.catalog.watch import DEFAULT_WINDOW_S
+    from logstore_cli.interrupt import StopOnCtrlC
+
+    refresh = _Refresher(read, commits, max(DEFAULT_WINDOW_S, 4 * interval))
+    # Nothing to finish after a Ctrl-C: the first one ends the wait between refreshes (a refresh in
+    # progress completes first, bounded by kafka.timeout_s); a second one stops at once.
+    with StopOnCtrlC(lambda _: None, "stopping") as stopper:
+        ticks = _ticks(interval, stopper.requested.wait)
+        if out.json_mode:
+            shown: set[str] = set()
+            for _ in ticks:
+                d, r, now, warnings = refresh()
+                for w in warnings:
+                    if w not in shown:  # each warning once while it lasts, not once per refresh
+                        out.warning(w)
+                shown = set(warnings)
+                out.event({**d, "timestamp": _iso(now), "rows_per_s": _round(r.rows_per_s),
+                           "log_records_per_s": _round(r.log_records_per_s)})  # fmt: skip
+        elif out.out.is_terminal:
+            with Live(console=out.out, auto_refresh=False, transient=False) as live:
+                for _ in ticks:
+                    d, r, now, warnings = refresh()
+                    live.update(render_rich(watch_view(d, r, now, warnings)), refresh=True)
+        else:
+            for _ in ticks:
+                d, r, now, warnings = refresh()
+                for line in render_plain(watch_view(d, r, now, warnings)):
+                    out.out.print(Text(line), soft_wrap=True)
+                out.out.file.flush()
+    interrupt = KeyboardInterrupt()
+    interrupt.add_note("stopped watching")
+    raise interrupt
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="milliseconds")
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)

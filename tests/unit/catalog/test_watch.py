@@ -1,0 +1,135 @@
+"""``status --watch``'s numbers: rows/s and log records/s from the Delta commits (pure), and the
+commit cache that lets a refresh read only the commits new since the last one."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from logstore_cli.catalog import epochs
+from logstore_cli.catalog import status as status_mod
+from logstore_cli.catalog import warehouse as wh
+from logstore_cli.catalog.status import CommitCache, table_status
+from logstore_cli.catalog.watch import CommitSample, Rates, commit_rows, rates, samples
+from logstore_cli.logformat.wire import EpochId, commit_metadata
+from tests.deltalog import write_table
+from tests.unit.catalog.test_status import DDL, commit, epoch_commit
+
+
+def info(
+    at_s: float, rows: int | None, offsets: dict[int, int] | None, op: str = "MERGE"
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"timestamp": int(at_s * 1000), "operation": op}
+    if rows is not None:
+        out["operationMetrics"] = {"numSourceRows" if op == "MERGE" else "numOutputRows": str(rows)}
+    if offsets is not None:
+        out["userMetadata"] = commit_metadata(EpochId("w", int(at_s), "a"), offsets)
+    return out
+
+
+def test_rows_of_a_merge_and_of_an_append_and_none_otherwise() -> None:
+    assert commit_rows(info(1, 50, None)) == 50
+    assert commit_rows(info(1, 7, None, op="WRITE")) == 7
+    assert (
+        commit_rows({"operation": "OPTIMIZE", "operationMetrics": {"numOutputRows": "3"}}) is None
+    )
+    assert commit_rows({"operation": "MERGE", "operationMetrics": {"numSourceRows": "x"}}) is None
+    assert commit_rows({"operation": "MERGE"}) is None
+
+
+def test_samples_keep_epoch_commits_in_order_with_the_records_the_log_gained() -> None:
+    found = samples(
+        [
+            (4, info(104, 30, {0: 25, 1: 12})),
+            (1, info(101, 10, {0: 5, 1: 3})),
+            (2, {"timestamp": 102_000, "operation": "SET TBLPROPERTIES"}),  # not an epoch
+            (3, info(103, 20, {0: 15, 1: 8})),
+        ]
+    )
+    assert found == [
+        CommitSample(1, 101.0, 10, None),  # no earlier epoch commit: unknown
+        CommitSample(3, 103.0, 20, 15),  # (15 - 5) + (8 - 3)
+        CommitSample(4, 104.0, 30, 14),
+    ]
+
+
+def test_a_topic_created_again_or_other_partitions_give_no_record_count() -> None:
+    found = samples(
+        [(1, info(1, 1, {0: 50})), (2, info(2, 1, {0: 3})), (3, info(3, 1, {0: 4, 1: 1}))]
+    )
+    assert [s.log_records for s in found] == [None, None, None]
+
+
+def steady(period: float, count: int, rows: int, start: float = 1000.0) -> list[CommitSample]:
+    return [CommitSample(i, start + i * period, rows, rows * 2) for i in range(count)]
+
+
+@pytest.mark.parametrize("now_offset", [0.0, 0.5, 1.0, 1.9])
+def test_a_steady_ingest_reads_steady_whenever_the_refresh_comes(now_offset: float) -> None:
+    commits = steady(period=2.0, count=30, rows=100)  # 50 rows/s, 100 records/s
+    now = commits[-1].at + now_offset
+    r = rates(commits, now, window_s=10)
+    assert r.rows_per_s is not None and r.log_records_per_s is not None
+    assert 50 * 10 / 12 <= r.rows_per_s <= 50 * 1.0001  # the idle part of the last period lowers it
+    assert r.log_records_per_s == pytest.approx(2 * r.rows_per_s)
+
+
+def test_the_rate_falls_to_zero_when_commits_stop() -> None:
+    commits = steady(period=1.0, count=20, rows=10)
+    last = commits[-1].at
+    seen = [rates(commits, last + dt, window_s=10).rows_per_s for dt in (0, 3, 6, 9, 10.5)]
+    assert seen[0] == pytest.approx(10.0)
+    assert all(a is not None and b is not None and a > b for a, b in itertools.pairwise(seen))
+    assert seen[-1] == 0.0
+
+
+def test_not_enough_commits_is_unknown_not_zero() -> None:
+    assert rates([], 100.0) == Rates(None, None)
+    one = [CommitSample(1, 99.0, 10, None)]
+    assert rates(one, 100.0) == Rates(None, None)
+    # the first commit of a new run after a long idle time: its rows began nobody knows when
+    old_then_new = [CommitSample(1, 10.0, 5, 5), CommitSample(2, 99.0, 10, 10)]
+    assert rates(old_then_new, 100.0, window_s=10) == Rates(None, None)
+    old_then_two = [*old_then_new, CommitSample(3, 100.0, 30, 40)]
+    assert rates(old_then_two, 101.0, window_s=10) == Rates(15.0, 20.0)  # from the second one on
+
+
+def test_a_table_without_a_log_has_rows_but_no_log_rate() -> None:
+    commits = [CommitSample(i, 100.0 + i, 10, None) for i in range(5)]
+    r = rates(commits, 104.0, window_s=10)
+    assert r.rows_per_s == pytest.approx(10.0) and r.log_records_per_s is None
+
+
+def test_the_cache_reads_each_commit_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = write_table(tmp_path, DDL)
+    ref = wh.find_table(tmp_path, "db.orders")
+    reads: list[int] = []
+    real = epochs.commit_info
+
+    def counting(path: Path, version: int) -> dict[str, object] | None:
+        reads.append(version)
+        return real(path, version)
+
+    monkeypatch.setattr(status_mod, "commit_info", counting)
+    cache = CommitCache()
+    v1 = epoch_commit(table, "w", 0, "a", {0: 4})
+    v2 = epoch_commit(table, "w", 1, "a", {0: 9})
+    first = table_status(ref, None, commits=cache)
+    assert sorted(reads) == [0, v1, v2]
+    reads.clear()
+    v3 = epoch_commit(table, "w", 2, "a", {0: 13})
+    commit(table, {"operation": "OPTIMIZE"})
+    second = table_status(ref, None, commits=cache)
+    assert sorted(reads) == [v3, v3 + 1]  # only the new ones
+    assert first.writers[0].epoch == 1 and second.writers[0].epoch == 2
+    assert [v for v, _ in cache.cached()] == [v3 + 1, v3, v2, v1, 0]
+    assert "operationParameters" not in cache.cached()[0][1]
+    # what a fresh status says is what the cached one says
+    assert table_status(ref, None).to_json() == second.to_json()
+    # a commit removed by log retention (as delta-rs would not read it: the files only) leaves it
+    (table / "_delta_log" / f"{v1:020d}.json").unlink()
+    assert [v for v, _ in cache.commits(table, up_to=v3 + 1)] == [v3 + 1, v3, v2, 0]
+    assert [v for v, _ in cache.cached()] == [v3 + 1, v3, v2, 0]
