@@ -53,6 +53,10 @@ class SparkStartError(LogstoreError):
     """The Spark JVM did not start; ``detail`` carries the JVM's own error output."""
 
 
+class SparkClusterError(LogstoreError):
+    """The local Spark standalone cluster could not be started, stopped or found."""
+
+
 class StateDirError(LogstoreError):
     """The state directory (local broker data, Spark's logs) cannot be created, written, or trusted
     (a symlink or another user's directory where logstore keeps its own files)."""

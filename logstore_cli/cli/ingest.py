@@ -11,6 +11,7 @@ import shlex
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -205,10 +206,18 @@ def _epoch_line(r: EpochReport, quarantined_total: int) -> str:
 def spark_submit_command(job: IngestJob, ctx: Context, argv: list[str]) -> list[str]:
     """The spark-submit command that runs this same job: our jars, the package as --py-files,
     the session's confs, and a launcher that runs ``logstore`` with the same arguments."""
-    from logstore_cli.jobs.submit import submit_command
+    from logstore_cli.jobs.submit import pin_options, submit_command
 
-    args = [a for a in argv if a != "--print-spark-submit"]
-    return submit_command(ctx.config.spark.master, dict(ctx.config.spark.conf), args)
+    master = ctx.config.spark.master
+    # What this run resolved from the environment and directory goes on the command line: the
+    # printed command runs the same job from any shell.
+    pins = {"--master": master, "--warehouse": str(ctx.warehouse.absolute())}
+    if ctx.config.source is not None:
+        pins["--config"] = str(Path(ctx.config.source).absolute())
+    if ctx.default_bootstrap is not None:
+        pins["--bootstrap-servers"] = ctx.default_bootstrap
+    args = pin_options([a for a in argv if a != "--print-spark-submit"], pins)
+    return submit_command(master, dict(ctx.config.spark.conf), args)
 
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)

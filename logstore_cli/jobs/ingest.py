@@ -67,6 +67,11 @@ TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 WRITER_FILE = "logstore-writer.json"
 KILL_AT_ENV = "LOGSTORE_FAULT_KILL_AT"  # test-only: "<point>[:<epoch>]"
+# Test-only: "<point>[:<epoch>]"; the driver creates PAUSE_FILE_ENV's file there and waits until it
+# is deleted (a fault test kills a Spark worker, or the driver, at that moment of the epoch).
+PAUSE_AT_ENV = "LOGSTORE_FAULT_PAUSE_AT"
+PAUSE_FILE_ENV = "LOGSTORE_FAULT_PAUSE_FILE"
+PAUSE_TIMEOUT_S = 600.0
 CRASH_POINTS = ("before-log", "after-log", "after-commit", "after-markers")
 DEFAULT_TRIGGER_S = 2.0
 DEFAULT_LEASE_TTL_S = 60.0
@@ -211,18 +216,31 @@ def new_attempt() -> str:
 # -- test-only fault hook -------------------------------------------------------------------------
 
 
-def _kill_point() -> tuple[str, int | None] | None:
-    spec = os.environ.get(KILL_AT_ENV)
+def _kill_point(env: str = KILL_AT_ENV) -> tuple[str, int | None] | None:
+    spec = os.environ.get(env)
     if not spec:
         return None
     point, _, epoch = spec.partition(":")
     if point not in CRASH_POINTS:
-        raise InvalidInputError(f"{KILL_AT_ENV}={spec!r}: unknown point (valid: {CRASH_POINTS})")
+        raise InvalidInputError(f"{env}={spec!r}: unknown point (valid: {CRASH_POINTS})")
     return point, int(epoch) if epoch else None
+
+
+def _pause_point(point: str, epoch: int) -> None:
+    """Hold the epoch here while the test-only pause file exists (see PAUSE_AT_ENV)."""
+    wanted = _kill_point(PAUSE_AT_ENV)
+    if wanted is None or wanted[0] != point or wanted[1] not in (None, epoch):
+        return
+    path = Path(os.environ[PAUSE_FILE_ENV])
+    path.write_text(str(os.getpid()), "utf-8")
+    deadline = time.monotonic() + PAUSE_TIMEOUT_S
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # poll interval of a condition with a deadline
 
 
 def crash_point(point: str, epoch: int) -> None:
     """Die here, as a machine failure would, when the test-only hook asks for this point."""
+    _pause_point(point, epoch)
     wanted = _kill_point()
     if wanted is None or wanted[0] != point or wanted[1] not in (None, epoch):
         return

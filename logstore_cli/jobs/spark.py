@@ -50,6 +50,25 @@ LOCAL_DEFAULTS: dict[str, str] = {
 }
 
 
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def is_loopback_master(master: str) -> bool:
+    """``local[…]``, or ``spark://HOST:PORT[,HOST:PORT…]`` whose every host is a loopback address:
+    the executors reach a driver bound to 127.0.0.1, and the machine's few cores want few tasks."""
+    if master.startswith("local"):
+        return True
+    if not master.startswith("spark://"):
+        return False
+    hosts = [hp.rpartition(":")[0] for hp in master.removeprefix("spark://").split(",")]
+    return all(h in _LOOPBACK_HOSTS or h.startswith("127.") for h in hosts)
+
+
+def defaults_for(master: str) -> dict[str, str]:
+    """The confs logstore gives a master before Delta's and the user's (which win)."""
+    return dict(LOCAL_DEFAULTS) if is_loopback_master(master) else {}
+
+
 KEEP_DRIVER_LOGS = 10
 _LOG_PREFIX, _LOG_SUFFIX = "driver-", ".log"
 
@@ -69,15 +88,19 @@ class SparkSettings:
         return self.master.startswith("local")
 
     @property
+    def on_loopback(self) -> bool:
+        """Driver and executors on this machine: ``local[…]``, or a standalone master on loopback
+        (``logstore spark start``'s); they get LOCAL_DEFAULTS."""
+        return is_loopback_master(self.master)
+
+    @property
     def spark_dir(self) -> Path:
         return self.work_dir if self.work_dir is not None else state_home() / "spark"
 
 
 def session_conf(settings: SparkSettings, jars: list[Path]) -> dict[str, str]:
     """The full Spark configuration: local defaults < Delta < the user's confs. No I/O."""
-    conf: dict[str, str] = {}
-    if settings.is_local:
-        conf.update(LOCAL_DEFAULTS)
+    conf = defaults_for(settings.master)
     # Spark creates its SQL warehouse (the default database's directory) at start; by default that
     # is ./spark-warehouse, a directory the user never asked for. A file: URI keeps it on the
     # driver's disk whatever Hadoop's default file system is.
@@ -106,7 +129,7 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
             f"jar not found: {missing[0]}", hint="check the path given in the Spark settings"
         )
     _check_java()
-    if settings.is_local:
+    if settings.on_loopback:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import logstore_cli
-from logstore_cli.jobs.spark import DELTA_CONF, LOCAL_DEFAULTS
+from logstore_cli.jobs.spark import DELTA_CONF, defaults_for
 from logstore_cli.paths import state_home, state_subdir
 
 LAUNCHER = "from logstore_cli.cli.app import main\n\nmain()\n"
@@ -46,6 +46,26 @@ def _launcher(target_dir: Path) -> Path:
     return path
 
 
+def pin_options(args: Sequence[str], pins: Mapping[str, str]) -> list[str]:
+    """``args`` with each flag of ``pins`` (``--flag value`` or ``--flag=value``) replaced by the
+    pinned value at the end: the printed command must not depend on the shell's environment or
+    directory (a relative warehouse, ``LOGSTORE_SPARK_MASTER``) to run the same job."""
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        flag = arg.partition("=")[0]
+        if flag in pins:
+            skip = "=" not in arg
+            continue
+        out.append(arg)
+    for flag, value in pins.items():
+        out += [flag, value]
+    return out
+
+
 def submit_command(master: str, conf: Mapping[str, str], args: Sequence[str]) -> list[str]:
     """``[spark-submit, --master, …, launcher, *args]``, ready for ``shlex.join``."""
     from pyspark.find_spark_home import _find_spark_home
@@ -54,9 +74,7 @@ def submit_command(master: str, conf: Mapping[str, str], args: Sequence[str]) ->
 
     jars = ensure_classpath(Classpath.SPARK)
     work = state_subdir(state_home(), "spark", "submit")
-    confs: dict[str, str] = {}
-    if master.startswith("local"):
-        confs.update(LOCAL_DEFAULTS)
+    confs = defaults_for(master)
     confs.update(DELTA_CONF)
     confs["spark.pyspark.python"] = sys.executable
     confs["spark.pyspark.driver.python"] = sys.executable
