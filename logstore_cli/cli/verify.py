@@ -122,7 +122,12 @@ def _render(console: Console, d: dict[str, Any]) -> None:
             "log read",
             f"{log['records']:,} change records, {log['markers']:,} markers"
             + (f", {log['skipped']:,} skipped" if log["skipped"] else "")
-            + f"; {log['changes']:,} committed changes of {log['epochs']:,} epochs up to it",
+            + f"; {log['changes']:,} committed changes of {log['epochs']:,} epochs up to it"
+            + (
+                f"; {log['dropped']:,} records of attempts that never committed left out"
+                if log["dropped"]
+                else ""
+            ),
         ),
     ]
     if d["missing"] is not None:

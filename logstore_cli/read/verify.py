@@ -77,6 +77,9 @@ class LogSummary:
     skipped: int = 0  # records that are not logstore's (foreign) or break the format (malformed)
     changes: int = 0  # committed changes folded (released by markers naming V or older)
     epochs: int = 0  # epochs folded (their markers name V or an older Delta version)
+    # Records no marker released: attempts that never committed (what an eventual read retracts),
+    # and records of an epoch that was already resolved.
+    dropped: int = 0
     partitions: int = 0
     start_offsets: dict[int, int] = field(default_factory=dict)
     end_offsets: dict[int, int] = field(default_factory=dict)
@@ -89,6 +92,7 @@ class LogSummary:
             "skipped": self.skipped,
             "changes": self.changes,
             "epochs": self.epochs,
+            "dropped": self.dropped,
             "partitions": self.partitions,
             "start_offsets": {str(p): o for p, o in sorted(self.start_offsets.items())},
             "end_offsets": {str(p): o for p, o in sorted(self.end_offsets.items())},
@@ -105,6 +109,7 @@ class VerifyResult:
     delta_version: int | None  # V
     latest_version: int  # the Delta table's latest version (V or later)
     epoch: EpochRef | None  # the epoch committed as V
+    delta_epochs: int  # epoch commits up to V that wrote the log: what log.epochs should be
     log: LogSummary
     diff: Diff | None = None
     reason: str | None = None
@@ -128,7 +133,9 @@ class VerifyResult:
             "delta_version": self.delta_version,
             "latest_version": self.latest_version,
             "epoch": None if self.epoch is None else self.epoch.to_json(),
-            "delta": None if self.diff is None else {"rows": self.diff.delta_rows},
+            "delta": None
+            if self.diff is None
+            else {"rows": self.diff.delta_rows, "epochs": self.delta_epochs},
             "log": {
                 **self.log.to_json(),
                 "rows": None if self.diff is None else self.diff.log_rows,
@@ -247,6 +254,7 @@ def verify_table(
         delta_version=bound,
         latest_version=latest,
         epoch=None if at is None else EpochRef(at.epoch.writer, at.epoch.epoch, at.epoch.attempt),
+        delta_epochs=sum(1 for c in commits if c.offsets and (bound is None or c.version <= bound)),
         log=LogSummary(spec.log_store.topic),
     )
 
@@ -373,6 +381,7 @@ def _read_notes(
     summary.skipped = stats.foreign + stats.malformed
     summary.end_offsets.update(log_read.position)  # moved on while waiting for markers
     summary.epochs, summary.changes = len(released.epochs), released.kept
+    summary.dropped = sum(log_read.decider.partition(p).stats.dropped for p in log_read.position)
     if stats.foreign:
         result.notes.append(
             f"{stats.foreign} records without logstore headers (another producer's) were skipped"

@@ -151,7 +151,28 @@ def test_a_clean_log_equals_its_snapshot(table: Table) -> None:
     assert d["log"]["records"] == 5 and d["log"]["markers"] == 4
     assert d["log"]["changes"] == 5 and d["log"]["epochs"] == 2 and d["log"]["partitions"] == 2
     assert d["log"]["end_offsets"] == {"0": 5, "1": 4} and d["notes"] == []
-    assert d["missing"] == {"count": 0, "examples": []} and d["delta"] == {"rows": 1}
+    assert d["missing"] == {"count": 0, "examples": []} and d["delta"] == {"rows": 1, "epochs": 2}
+    assert d["log"]["dropped"] == 0
+
+
+def test_a_killed_attempts_records_are_counted_as_dropped(table: Table) -> None:
+    log = MemLog()
+    killed, retry = EpochId("w1", 0, "a-killed"), EpochId("w1", 0, "a-retry")
+    log.change(0, killed, 1, "x")
+    log.change(1, killed, 2, "y")
+    log.change(0, killed, 3, "z")  # the job was killed here, before its Delta commit
+    log.change(0, retry, 1, "x")
+    log.change(1, retry, 2, "y")
+    log.change(0, retry, 3, "z")
+    version = table.commit(retry, log.ends(), rows((1, "x"), (2, "y"), (3, "z")))
+    log.marker(retry, version)
+    table.commit(EpochId("w1", 1, "a-file"), {}, rows((1, "x"), (2, "y"), (3, "z")))  # no log
+
+    d = table.verify(log).to_json()
+
+    assert d["equal"], d
+    assert d["log"]["dropped"] == 3 and d["log"]["changes"] == 3
+    assert d["log"]["epochs"] == d["delta"]["epochs"] == 1
 
 
 def test_a_difference_is_reported_with_examples(table: Table) -> None:
