@@ -48,7 +48,7 @@ from tests.plugins.kafka_cluster import KafkaCluster
 
 pytestmark = [pytest.mark.fault]
 
-FILES, PER_FILE = 6, 200  # one file per epoch (maxFilesPerTrigger=1)
+FILES, PER_FILE = 4, 150  # one file per epoch (maxFilesPerTrigger=1)
 TABLE = "shop.orders"
 ALL_DOWN_KAFKA_TIMEOUT_S = 10.0
 # An epoch's produce waits at most the Kafka time-out for deliveries; then the job stops its query
