@@ -329,7 +329,7 @@ class Bench:
         self.say(f"starting a Spark standalone master and {self.opts.workers} worker(s) ...")
         info = self.cli(["spark", "start", "--workers", str(self.opts.workers)], "state-spark")
         self.started.append(("the Spark cluster", ["spark", "stop"], self.env("state-spark")))
-        master = info.get("master") if isinstance(info, dict) else None
+        master = info.get("master_url") if isinstance(info, dict) else None
         if not isinstance(master, str) or not master.startswith("spark://"):
             raise Failed(f"'logstore spark start' printed no spark:// master: {info!r}")
         return master
