@@ -52,7 +52,9 @@ def complete_table(ctx: typer.Context, incomplete: str) -> list[str]:
 TableArg = Annotated[
     str,
     typer.Argument(
-        help="Table name: db.table (or table, in 'default').", autocompletion=complete_table
+        help="Table name: db.table (or table, in 'default').",
+        metavar="TABLE",
+        autocompletion=complete_table,
     ),
 ]
 

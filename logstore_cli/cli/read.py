@@ -22,6 +22,7 @@ from logstore_cli.cli.context import Context, make_context
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, key_value_table
 from logstore_cli.config import Overrides, Uses
+from logstore_cli.errors import InvalidInputError
 from logstore_cli.interrupt import StopOnCtrlC
 from logstore_cli.logformat.wire import RowKind, RowSchema
 from logstore_cli.read import plan
@@ -228,6 +229,11 @@ def read(
         output if output is not None or not json_ else "jsonl",
         stdout_is_terminal=out.out.is_terminal,
     )
+    if json_ and target.kind == "table":  # a script asked for JSON: a Rich table would break it
+        raise InvalidInputError(
+            "--json and --output table do not go together",
+            hint="--json prints JSON lines (--output jsonl) or writes to a path; drop one of them",
+        )
     stored = ctx.load_table(table)
     client: dict[str, str] = dict(ctx.config.kafka.client)
     if stored.spec.log_store is not None:

@@ -10,89 +10,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-import pyarrow as pa
-from deltalake import CommitProperties, Transaction, write_deltalake
-
-from logstore_cli.catalog.tables import load_table
 from logstore_cli.errors import EXIT_INVALID_INPUT, TableNotFoundError
-from logstore_cli.kafka.admin import KafkaAdmin
-from logstore_cli.kafka.producer import LogProducer
-from logstore_cli.logformat.wire import (
-    ChangeRecord,
-    CommitMarker,
-    EpochId,
-    RowKind,
-    RowSchema,
-    commit_metadata,
-    encode_change,
-    encode_marker,
-)
+from logstore_cli.logformat.wire import EpochId
 from tests.deltalog import write_table
-from tests.e2e.cli_support import keyed_ddl, run_cli
-
-TIMEOUT_S = 15.0
-
+from tests.e2e.cli_support import keyed_table, run_cli
 
 _run = run_cli
-_ddl = keyed_ddl
-
-
-class Writer:
-    """What the ingest job does for one epoch, by hand: records, a Delta commit, markers."""
-
-    def __init__(self, table: Path, bootstrap: str, topic: str, schema: RowSchema) -> None:
-        self.table, self.bootstrap, self.topic, self.schema = table, bootstrap, topic, schema
-        self.producer = LogProducer(bootstrap, {}, topic, timeout_s=TIMEOUT_S)
-
-    def records(self, eid: EpochId, rows: list[dict[str, Any]]) -> None:
-        for row in rows:
-            record = ChangeRecord(RowKind.INSERT, self.schema.key_of(row), row, eid)
-            self.producer.send(*encode_change(record, self.schema))
-        self.producer.flush()
-
-    def commit(self, eid: EpochId, rows: list[dict[str, Any]]) -> int:
-        """Append ``rows`` to Delta as the epoch's commit (its metadata, its transaction id)."""
-        with KafkaAdmin(self.bootstrap, timeout_s=TIMEOUT_S) as admin:
-            offsets = admin.end_offsets(self.topic)
-        data = pa.table({"id": pa.array([r["id"] for r in rows], pa.int64()),
-                         "name": pa.array([r["name"] for r in rows], pa.string())})  # fmt: skip
-        props = CommitProperties(
-            custom_metadata={"userMetadata": commit_metadata(eid, offsets)},
-            app_transactions=[Transaction(eid.writer, eid.epoch)],
-        )
-        write_deltalake(str(self.table), data, mode="append", commit_properties=props)
-        return max(int(p.stem) for p in (self.table / "_delta_log").glob("*.json"))
-
-    def markers(self, eid: EpochId, version: int) -> None:
-        _, value, headers = encode_marker(CommitMarker(eid, version))
-        for partition in range(self.producer.partition_count()):
-            self.producer.send(None, value, headers, partition=partition)
-        self.producer.flush()
-
-    def epoch(self, eid: EpochId, rows: list[dict[str, Any]]) -> int:
-        self.records(eid, rows)
-        version = self.commit(eid, rows)
-        self.markers(eid, version)
-        return version
-
-    def close(self) -> None:
-        self.producer.close()
-
-
-def _table(tmp_path: Path, bootstrap: str, topic: str) -> Writer:
-    table = write_table(tmp_path / "wh", _ddl("db.orders", topic, bootstrap))
-    with KafkaAdmin(bootstrap, timeout_s=TIMEOUT_S) as admin:
-        admin.create_topic(topic, 2, 1, {})
-    schema = RowSchema.of(load_table(tmp_path / "wh", "db.orders").spec)
-    return Writer(table, bootstrap, topic, schema)
 
 
 def test_verify_exits_0_when_equal_and_1_with_a_forged_epoch(
     tmp_path: Path, kafka_bootstrap: str, topic_name: str
 ) -> None:
-    writer = _table(tmp_path, kafka_bootstrap, topic_name)
+    writer = keyed_table(tmp_path, kafka_bootstrap, topic_name)
     try:
         rows = [{"id": i, "name": f"n{i}"} for i in range(50)]
         writer.epoch(EpochId("w-e2e", 0, "a-0"), rows[:30])
@@ -146,7 +76,7 @@ def test_verify_exits_0_when_equal_and_1_with_a_forged_epoch(
 def test_markers_not_published_exit_1_with_the_reason(
     tmp_path: Path, kafka_bootstrap: str, topic_name: str
 ) -> None:
-    writer = _table(tmp_path, kafka_bootstrap, topic_name)
+    writer = keyed_table(tmp_path, kafka_bootstrap, topic_name)
     try:
         eid = EpochId("w-crash", 0, "a-0")
         rows = [{"id": i, "name": "x"} for i in range(10)]
@@ -182,7 +112,7 @@ def test_a_missing_table_and_a_table_without_a_log(tmp_path: Path) -> None:
 
 
 def test_verify_starts_no_spark(tmp_path: Path, kafka_bootstrap: str, topic_name: str) -> None:
-    writer = _table(tmp_path, kafka_bootstrap, topic_name)
+    writer = keyed_table(tmp_path, kafka_bootstrap, topic_name)
     try:
         writer.epoch(EpochId("w", 0, "a"), [{"id": 1, "name": "x"}])
     finally:
