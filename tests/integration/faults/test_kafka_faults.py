@@ -236,9 +236,20 @@ def test_all_nodes_down_mid_ingest_fails_clearly_then_rerun_finishes(
         assert 1 <= done_before < FILES
         failure = "\n".join(line for line in err.splitlines() if not line.startswith("{"))
     finally:
+        # As a user would: 'logstore broker start' (no --brokers: the kept node count).
         restart_at = time.monotonic()
-        kafka_cluster.wait_healthy()  # every node back on its own ports and data
+        started = subprocess.run(
+            [sys.executable, "-m", "logstore_cli", "broker", "start", "--json", "--timeout", "180"],
+            env={**os.environ, "LOGSTORE_STATE_DIR": str(kafka_cluster.state_dir)},
+            capture_output=True, text=True, timeout=240, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        kafka_cluster.wait_healthy()  # every replica in sync again
         back_s = time.monotonic() - restart_at
+    assert started.returncode == 0, started.stderr
+    info = json.loads(started.stdout)
+    # The same cluster: its address, its data, its three nodes.
+    assert info["bootstrap"] == kafka_cluster.bootstrap and info["reused_data"] is True
+    assert [n["node_id"] for n in info["nodes"]] == [1, 2, 3]
 
     code, err = _finish(_ingest(s, env))  # the same job, the same source
     assert code == 0, err[-3000:]
