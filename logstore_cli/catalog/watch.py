@@ -25,9 +25,10 @@ from logstore_cli.errors import LogstoreError
 from logstore_cli.logformat.wire import parse_commit_metadata
 
 DEFAULT_WINDOW_S = 10.0
-# A commit before the window older than this many windows starts no rate: it is from an earlier
-# run, and the idle time since would be counted as ingest time.
-STALE_WINDOWS = 3.0
+# A commit before the window this much older than the first one in it starts no rate: it is from
+# an earlier run, and the idle time since would count as ingest time. Slow epochs (a loaded
+# machine, big micro-batches) are minutes apart, hence minutes.
+STALE_S = 600.0
 ROW_METRICS = {"MERGE": "numSourceRows", "WRITE": "numOutputRows"}
 
 
@@ -95,7 +96,7 @@ def rates(found: Sequence[CommitSample], now: float, window_s: float = DEFAULT_W
         return Rates(0.0, 0.0) if ordered else Rates(None, None)
     before = [s for s in ordered if s.at <= start]
     anchor = before[-1].at if before else None
-    if anchor is None or recent[0].at - anchor > STALE_WINDOWS * window_s:
+    if anchor is None or recent[0].at - anchor > max(STALE_S, window_s):
         # No commit marks where the first one's rows began: rate from the second one on.
         anchor, recent = recent[0].at, recent[1:]
         if not recent:

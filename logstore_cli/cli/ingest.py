@@ -136,11 +136,18 @@ class Progress:
         self.quarantined = 0
         self.epochs = 0
         self.last: EpochReport | None = None
+        self.first_started: float | None = None  # when the first epoch began (monotonic)
         self.writer = ""
         self.lock = threading.Lock()
         self.live: Live | None = None
         if not out.json_mode and out.err.is_terminal:
-            self.live = Live(self._view(), console=out.err, refresh_per_second=4, transient=False)
+            # The view is built at each refresh, so its clock runs between epochs too (the first
+            # one can take a minute while Spark plans the query). Only stderr is redirected into
+            # it: stdout stays the command's own.
+            self.live = Live(
+                get_renderable=self._view, console=out.err, refresh_per_second=4,
+                transient=False, redirect_stdout=False,
+            )  # fmt: skip
 
     def __enter__(self) -> Progress:
         if self.live is not None:
@@ -149,7 +156,7 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         if self.live is not None:
-            self.live.update(self._view())
+            self.live.refresh()
             self.live.stop()
 
     def started_as(self, writer: str) -> None:
@@ -162,7 +169,7 @@ class Progress:
                 f"{self.job.source.spec.describe()}; writer {writer}, job {self.job.paths.job}"
             )
         else:
-            self.live.update(self._view())
+            self.live.refresh()
 
     def epoch(self, report: EpochReport) -> None:
         with self.lock:
@@ -170,24 +177,33 @@ class Progress:
             self.rows += report.rows
             self.quarantined += report.quarantined
             self.last = report
+            if self.first_started is None:
+                self.first_started = time.monotonic() - report.seconds
         self.out.event(report.to_json())
         if self.out.json_mode:
             return
         if self.live is not None:
-            self.live.update(self._view())
+            self.live.refresh()
         else:
             self.out.info(_epoch_line(report, self.quarantined))
 
     def _view(self) -> Text:
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        last = self.last
+        now = time.monotonic()
+        with self.lock:
+            epochs, rows, quarantined, last = self.epochs, self.rows, self.quarantined, self.last
+            first = self.first_started
+        # rows/s from the first epoch's start: Spark's start-up and planning are not ingest time
+        rate = "-" if first is None else f"{rows / max(now - first, 1e-9):,.0f}"
         text = Text.assemble(
             ("ingest ", "bold"), (self.table, "cyan"), f" ({self.job.stores.describe()})  ",
-            f"epochs {self.epochs}  rows {self.rows:,}  ", f"{self.rows / elapsed:,.0f} rows/s  ",
-            ("quarantined ", "yellow" if self.quarantined else ""), f"{self.quarantined}",
+            f"epochs {epochs}  rows {rows:,}  {rate} rows/s  ",
+            ("quarantined ", "yellow" if quarantined else ""), f"{quarantined}  ",
+            (f"{now - self.started:,.0f} s", "dim"),
         )  # fmt: skip
         if last is not None:
-            text.append("\n" + _epoch_line(last, self.quarantined), style="dim")
+            text.append("\n" + _epoch_line(last, quarantined), style="dim")
+        else:
+            text.append("\nwaiting for the first epoch (Spark plans the query) …", style="dim")
         return text
 
 

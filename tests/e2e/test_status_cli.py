@@ -5,10 +5,16 @@ another process, and a broker that cannot be reached."""
 from __future__ import annotations
 
 import json
+import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
 import time
+from datetime import datetime
 from pathlib import Path
+from typing import IO, Any
 
 from confluent_kafka import Producer
 
@@ -162,3 +168,104 @@ def test_status_starts_no_spark(tmp_path: Path) -> None:
                           check=False, cwd=tmp_path)  # fmt: skip
     assert proc.stderr.strip().splitlines()[-1] == "0 []"
     assert json.loads(proc.stdout)["name"] == "db.orders"
+
+
+def _lines(stream: IO[str]) -> queue.Queue[str | None]:
+    """The lines of ``stream`` as they come, read by a thread (None at the end), so that a test
+    can wait for the next one with a deadline."""
+    found: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            found.put(line)
+        found.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return found
+
+
+def _next_json(lines: queue.Queue[str | None], deadline: float, proc: subprocess.Popen[str]) -> Any:
+    try:
+        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+    except queue.Empty:
+        raise AssertionError("no line before the deadline") from None
+    assert line is not None, f"the process ended (exit {proc.wait()})"
+    return json.loads(line)
+
+
+def _interrupt(
+    proc: subprocess.Popen[str], lines: queue.Queue[str | None], timeout: float = 120
+) -> tuple[list[str], str]:
+    """Ctrl-C as a terminal sends it (SIGINT to the process group); the lines ``lines`` had not
+    handed out yet, and stderr."""
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    rest: list[str] = []
+    while (line := lines.get(timeout=timeout)) is not None:
+        rest.append(line)
+    return rest, err
+
+
+def test_watch_json_follows_a_running_ingest_until_ctrl_c(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> None:
+    write_table(tmp_path / "wh", _ddl("db.orders", topic_name, kafka_bootstrap))
+    with KafkaAdmin(kafka_bootstrap, timeout_s=15) as admin:
+        admin.create_topic(topic_name, 2, 1, {})
+    env = {**os.environ, "LOGSTORE_WAREHOUSE": str(tmp_path / "wh"),
+           "LOGSTORE_STATE_DIR": str(tmp_path / "state")}  # fmt: skip
+
+    def start(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "logstore_cli", *args], cwd=tmp_path, env=env, text=True,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )  # fmt: skip
+
+    ingest = start("ingest", "db.orders", "--source", "generate", "--rate", "400", "--keys", "60",
+                   "--trigger", "1", "--job", "watched", "--json")  # fmt: skip
+    watch: subprocess.Popen[str] | None = None
+    try:
+        assert ingest.stdout is not None
+        events = _lines(ingest.stdout)
+        deadline = time.monotonic() + 240  # the JVM starts slowly on a loaded 2-core machine
+        while _next_json(events, deadline, ingest).get("event") != "epoch":
+            pass
+        watch = start("status", "db.orders", "--watch", "--json", "--interval", "0.5")
+        assert watch.stdout is not None
+        refreshes = _lines(watch.stdout)
+        seen: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 180
+        # until the view has followed another epoch commit, and a rate from it
+        while not (
+            len({d["delta"]["version"] for d in seen}) >= 2 and any(d["rows_per_s"] for d in seen)
+        ):
+            seen.append(_next_json(refreshes, deadline, watch))
+        rest, err = _interrupt(watch, refreshes)
+        assert watch.returncode == 130, err
+        assert "error: interrupted" in err and "Traceback" not in err
+        seen += [json.loads(line) for line in rest]
+        _, err = _interrupt(ingest, events)
+        assert ingest.returncode == 130, err
+    finally:
+        for proc in (watch, ingest):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    stamps = [datetime.fromisoformat(d["timestamp"]) for d in seen]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+    versions = [d["delta"]["version"] for d in seen]
+    assert versions == sorted(versions)
+    for d in seen:
+        # the shape of `status --json`, plus the refresh's time and rates
+        assert set(d) >= {"name", "delta", "lease", "writers", "last_commit", "log", "quarantined",
+                          "warnings", "timestamp", "rows_per_s", "log_records_per_s"}  # fmt: skip
+        assert d["lease"]["job"] == "watched" and d["lease"]["holder_running"] is True
+        assert d["log"]["end_offsets_read"] is True and d["warnings"] == []
+        assert all(p["after_commit"] >= 0 for p in d["log"]["partitions"])
+    epochs = [d["writers"][0]["epoch"] for d in seen]
+    assert epochs == sorted(epochs) and epochs[-1] > epochs[0]
+    assert any(d["rows_per_s"] and d["log_records_per_s"] for d in seen)

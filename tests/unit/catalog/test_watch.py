@@ -91,10 +91,18 @@ def test_not_enough_commits_is_unknown_not_zero() -> None:
     one = [CommitSample(1, 99.0, 10, None)]
     assert rates(one, 100.0) == Rates(None, None)
     # the first commit of a new run after a long idle time: its rows began nobody knows when
-    old_then_new = [CommitSample(1, 10.0, 5, 5), CommitSample(2, 99.0, 10, 10)]
-    assert rates(old_then_new, 100.0, window_s=10) == Rates(None, None)
-    old_then_two = [*old_then_new, CommitSample(3, 100.0, 30, 40)]
-    assert rates(old_then_two, 101.0, window_s=10) == Rates(15.0, 20.0)  # from the second one on
+    old_then_new = [CommitSample(1, 1000.0, 5, 5), CommitSample(2, 1999.0, 10, 10)]
+    assert rates(old_then_new, 2000.0, window_s=10) == Rates(None, None)
+    old_then_two = [*old_then_new, CommitSample(3, 2000.0, 30, 40)]
+    assert rates(old_then_two, 2001.0, window_s=10) == Rates(15.0, 20.0)  # from the second one on
+
+
+def test_slow_epochs_minutes_apart_still_have_a_rate() -> None:
+    commits = [CommitSample(i, 1000.0 + 90 * i, 900, 1800) for i in range(3)]  # one per 90 s
+    r = rates(commits, commits[-1].at + 5, window_s=10)
+    assert r.rows_per_s == pytest.approx(900 / 95) and r.log_records_per_s == pytest.approx(
+        1800 / 95
+    )
 
 
 def test_a_table_without_a_log_has_rows_but_no_log_rate() -> None:
