@@ -18,6 +18,7 @@ pytest_plugins = [
     "tests.plugins.authz_broker",  # authz_broker: a second broker with SASL users and ACLs on
     "tests.plugins.kafka_cluster",  # kafka_cluster (session, lazy): three KRaft nodes, for faults
     "tests.plugins.spark_session",  # spark (session): local Spark with Delta
+    "tests.plugins.spark_cluster",  # spark_standalone (session): a master and 2 workers
 ]
 
 TESTS = Path(__file__).parent

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from logstore_cli.cli.options import JsonOpt, StateDirOpt
 from logstore_cli.cli.output import Output, key_value_table, simple_table
-from logstore_cli.errors import SparkClusterError
+from logstore_cli.errors import InvalidInputError, SparkClusterError
 from logstore_cli.paths import state_home
 
 app = typer.Typer(
@@ -152,7 +152,7 @@ def stop(
     out = Output(json_mode=json_)
     sd: Path = state_dir or state_home()
     if worker is None and kill:
-        raise SparkClusterError("--kill goes with --worker N", hint="e.g. 'stop --worker 1 --kill'")
+        raise InvalidInputError("--kill goes with --worker N", hint="e.g. 'stop --worker 1 --kill'")
     if worker is not None:
         one = standalone.stop_worker(sd, worker, timeout_s=timeout, force=kill)
         if one is None:
