@@ -2,7 +2,7 @@
 
 Every setting is declared once, in ``SETTINGS``: its TOML key, environment variable, flag, value kind
 and help. The defaults are the dataclass fields' own. ``resolve``, the env table, the flag overrides,
-the CLI options (``logstore_cli.cli.options``) and the README table are all derived from it.
+the CLI options (``logstore_cli.cli.options``) and the user guide's table are all derived from it.
 
 Pure: ``resolve`` takes the file's parsed content, the environment and the flags as data and returns a
 frozen ``Config``; only ``load_file`` touches the disk. Unknown keys are errors that name the nearest
@@ -62,7 +62,7 @@ class Config:
 
 DEFAULTS = Config()
 CONFIG_ENV = "LOGSTORE_CONFIG"
-# The README's settings table (``markdown_table``) sits between these markers.
+# The user guide's settings table (docs/guide.md, ``markdown_table``) sits between these markers.
 README_BEGIN = "<!-- config:begin -->"
 README_END = "<!-- config:end -->"
 
@@ -293,7 +293,7 @@ def load(
 
 
 def markdown_table() -> str:
-    """The README's table of settings, from the declarations."""
+    """The user guide's table of settings, from the declarations."""
 
     def code(text: str | None) -> str:
         return f"`{text}`" if text else ""
@@ -318,10 +318,11 @@ def markdown_table() -> str:
 
 
 def update_readme(readme: str) -> str:
-    """``readme`` with the text between the config markers replaced by ``markdown_table()``."""
+    """``readme`` (docs/guide.md) with the text between the config markers replaced by
+    ``markdown_table()``."""
     begin, end = readme.find(README_BEGIN), readme.find(README_END)
     if begin < 0 or end < begin:
-        raise ValueError(f"the README needs the markers {README_BEGIN} and {README_END}, in order")
+        raise ValueError(f"the page needs the markers {README_BEGIN} and {README_END}, in order")
     return f"{readme[: begin + len(README_BEGIN)]}\n{markdown_table()}\n{readme[end:]}"
 
 

@@ -1,7 +1,7 @@
 """Domain errors, caught once at the CLI edge (``logstore_cli.cli.app.main``).
 
 Every error a user can cause or meet carries a message that says what went wrong, where, and how to
-fix it; the exit code is part of the documented CLI contract (see README, "Exit codes").
+fix it; the exit code is part of the documented CLI contract (docs/guide.md, "Exit codes").
 """
 
 from __future__ import annotations

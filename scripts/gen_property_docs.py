@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Rewrite the README's property reference (between the property markers) from the registry.
+"""Rewrite the property reference, docs/properties.md (between the property markers), from the registry.
 
-    .venv/bin/python scripts/gen_property_docs.py          # rewrite README.md
-    .venv/bin/python scripts/gen_property_docs.py --check  # exit 1 when README.md is stale
+    .venv/bin/python scripts/gen_property_docs.py          # rewrite docs/properties.md
+    .venv/bin/python scripts/gen_property_docs.py --check  # exit 1 when docs/properties.md is stale
 
 Only the text between ``<!-- properties:begin -->`` and ``<!-- properties:end -->`` changes.
 """
@@ -15,23 +15,23 @@ from pathlib import Path
 
 from logstore_cli.ddl.registry import update_readme
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "properties.md"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--check", action="store_true", help="only report whether README.md is stale")
+    ap.add_argument("--check", action="store_true", help="only report whether the page is stale")
     args = ap.parse_args()
-    current = README.read_text(encoding="utf-8")
+    current = REFERENCE.read_text(encoding="utf-8")
     wanted = update_readme(current)
     if wanted == current:
-        print("README.md property reference is up to date")
+        print("docs/properties.md is up to date")
         return 0
     if args.check:
-        print("README.md property reference is stale: run scripts/gen_property_docs.py")
+        print("docs/properties.md is stale: run scripts/gen_property_docs.py")
         return 1
-    README.write_text(wanted, encoding="utf-8")
-    print("README.md property reference rewritten")
+    REFERENCE.write_text(wanted, encoding="utf-8")
+    print("docs/properties.md rewritten")
     return 0
 
 

@@ -1,8 +1,8 @@
 """The one registry of table properties logstore knows, in both vocabularies (docs/design.md §4).
 
-The parser's validator, ``logstore properties`` and the README's property reference all read this
-list; ``scripts/gen_property_docs.py`` writes the README table from ``markdown_table()`` and a unit
-test fails when the two differ.
+The parser's validator, ``logstore properties`` and the property reference (docs/properties.md) all
+read this list; ``scripts/gen_property_docs.py`` writes that page's table from ``markdown_table()``
+and a unit test fails when the two differ.
 """
 
 from __future__ import annotations
@@ -413,7 +413,7 @@ def to_json() -> list[dict[str, Any]]:
 
 
 def markdown_table() -> str:
-    """The README's property reference (between ``<!-- properties:begin/end -->``)."""
+    """The property reference of docs/properties.md (between ``<!-- properties:begin/end -->``)."""
     rows = [
         "| Property | Vocabulary | Type | Default | Values | Description |",
         "|---|---|---|---|---|---|",
@@ -454,9 +454,10 @@ README_END = "<!-- properties:end -->"
 
 
 def update_readme(readme: str) -> str:
-    """``readme`` with the text between the property markers replaced by ``markdown_table()``."""
+    """``readme`` (docs/properties.md) with the text between the property markers replaced by
+    ``markdown_table()``."""
     begin, end = readme.find(README_BEGIN), readme.find(README_END)
     if begin < 0 or end < begin:
-        raise ValueError(f"the README needs the markers {README_BEGIN} and {README_END}, in order")
+        raise ValueError(f"the page needs the markers {README_BEGIN} and {README_END}, in order")
     head = readme[: begin + len(README_BEGIN)]
     return f"{head}\n{markdown_table()}\n{readme[end:]}"

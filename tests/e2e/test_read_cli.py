@@ -279,7 +279,7 @@ def test_bad_input_exits_2_with_the_reason(table: Ingested) -> None:
         assert result.stdout == "", args
 
     missing = _cli(table.root, "read", "shop.ordres", "--mode", "log")
-    assert missing.returncode == 1, missing.stderr  # README: a table not found is exit 1
+    assert missing.returncode == 1, missing.stderr  # docs/guide.md: a table not found is exit 1
     assert "shop.ordres" in missing.stderr and "shop.orders" in missing.stderr  # the nearest name
     assert "Traceback" not in missing.stderr
 

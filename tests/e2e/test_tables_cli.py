@@ -151,7 +151,7 @@ def test_errors_have_exit_codes_and_no_traceback(tmp_path: Path) -> None:
 def test_topic_authorization_failure_is_clear_and_keeps_the_secret(
     tmp_path: Path, authz_broker: AuthzBroker
 ) -> None:
-    # alice's password lives in the config file, as the README says secrets should
+    # alice's password lives in the config file, as docs/guide.md says secrets should
     password = authz_broker.passwords["alice"]
     config = tmp_path / "logstore.toml"
     config.write_text(f'[kafka.client]\n"sasl.password" = "{password}"\n')

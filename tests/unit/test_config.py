@@ -15,7 +15,7 @@ from logstore_cli.cli import app as app_module
 from logstore_cli.cli.options import config_options
 from logstore_cli.errors import EXIT_INVALID_INPUT, ConfigError
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide.md"
 WIDE = {"COLUMNS": "300"}  # one help line per option, so a default is never wrapped apart
 
 
@@ -288,11 +288,12 @@ def test_config_options_require_the_overrides_parameter() -> None:
         config_options(cfg.Uses.WAREHOUSE)(no_overrides)
 
 
-def test_readme_table_matches_the_declarations() -> None:
-    readme = README.read_text(encoding="utf-8")
-    assert cfg.update_readme(readme) == readme, (
-        "README.md's configuration table is stale: run .venv/bin/python -c 'from pathlib import "
-        'Path; from logstore_cli.config import update_readme as u; p = Path("README.md"); '
+def test_guide_table_matches_the_declarations() -> None:
+    guide = GUIDE.read_text(encoding="utf-8")
+    assert cfg.README_BEGIN in guide  # the generated table is in the guide
+    assert cfg.update_readme(guide) == guide, (
+        "docs/guide.md's configuration table is stale: run .venv/bin/python -c 'from pathlib import "
+        'Path; from logstore_cli.config import update_readme as u; p = Path("docs/guide.md"); '
         "p.write_text(u(p.read_text()))'"
     )
     with pytest.raises(ValueError, match="markers"):
