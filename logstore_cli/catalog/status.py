@@ -35,7 +35,7 @@ from logstore_cli.catalog.lease import LeaseInfo, local_holder_dead, local_time,
 from logstore_cli.catalog.tables import TopicReader, spec_from_delta, topic_status
 from logstore_cli.errors import LogstoreError
 from logstore_cli.ingest.plan import STATE_DIR
-from logstore_cli.logformat.wire import parse_commit_metadata
+from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
 from logstore_cli.model import LogStoreSpec
 
 QUARANTINE_DIR = "quarantine"
@@ -182,6 +182,21 @@ class CommitCache:
 
     def __init__(self) -> None:
         self._infos: dict[int, dict[str, Any] | None] = {}
+        self._epochs: dict[int, tuple[EpochId, dict[int, int]] | LogstoreError | None] = {}
+
+    def epoch(self, version: int, info: Mapping[str, Any]) -> tuple[EpochId, dict[int, int]] | None:
+        """The commit's epoch metadata (``parse_commit_metadata``), parsed once per version;
+        raises its LogstoreError when the metadata is logstore's but malformed."""
+        if version not in self._epochs:
+            raw = info.get("userMetadata")
+            try:
+                self._epochs[version] = parse_commit_metadata(raw if isinstance(raw, str) else None)
+            except LogstoreError as exc:
+                self._epochs[version] = exc
+        found = self._epochs[version]
+        if isinstance(found, LogstoreError):
+            raise found
+        return found
 
     def commits(self, table: Path, up_to: int) -> Iterator[tuple[int, dict[str, Any]]]:
         """``(version, commitInfo)`` of the Delta log's JSON commits up to ``up_to``, newest first
@@ -190,6 +205,7 @@ class CommitCache:
         present = set(versions)
         for gone in [v for v in self._infos if v not in present]:  # removed by log retention
             del self._infos[gone]
+            self._epochs.pop(gone, None)
         for version in versions:
             if version > up_to:
                 continue  # committed after the snapshot this status describes
@@ -242,10 +258,11 @@ def table_status(
     quarantined = count_quarantined(ref.path, warnings)
     writers: dict[str, WriterStatus] = {}
     oldest = None
-    for version, info_action in (commits or CommitCache()).commits(ref.path, state.version):
+    cache = commits or CommitCache()
+    for version, info_action in cache.commits(ref.path, state.version):
         oldest = version
         try:
-            parsed = parse_commit_metadata(info_action.get("userMetadata"))
+            parsed = cache.epoch(version, info_action)
         except LogstoreError as exc:
             warnings.append(f"Delta version {version}: {exc.message}")
             continue

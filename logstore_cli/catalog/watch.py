@@ -16,14 +16,15 @@ stop, instead of holding the last value.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from logstore_cli.catalog.status import commit_time
 from logstore_cli.errors import LogstoreError
-from logstore_cli.logformat.wire import parse_commit_metadata
+from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
 
+Parser = Callable[[int, Mapping[str, Any]], "tuple[EpochId, dict[int, int]] | None"]
 DEFAULT_WINDOW_S = 10.0
 # A commit before the window this much older than the first one in it starts no rate: it is from
 # an earlier run, and the idle time since would count as ingest time. Slow epochs (a loaded
@@ -61,23 +62,32 @@ def commit_rows(info: Mapping[str, Any]) -> int | None:
         return None
 
 
-def samples(commits: Iterable[tuple[int, Mapping[str, Any]]]) -> list[CommitSample]:
-    """The epoch commits among ``(version, commitInfo)`` pairs (any order), oldest first."""
+def samples(
+    commits: Iterable[tuple[int, Mapping[str, Any]]],
+    *,
+    since: float | None = None,
+    parse: Parser | None = None,
+) -> list[CommitSample]:
+    """The epoch commits among ``(version, commitInfo)`` pairs (any order), oldest first. With
+    ``since``, only those after it and the newest one at or before it (all that ``rates`` over a
+    window starting at ``since`` needs). ``parse`` reads a commit's epoch metadata (default:
+    ``parse_commit_metadata``; ``status.CommitCache.epoch`` parses each commit once)."""
+    read = parse or _parse
     found: list[tuple[int, float, int | None, Mapping[int, int]]] = []
-    for version, info in commits:
-        raw = info.get("userMetadata")
+    for version, info in sorted(commits, key=lambda c: -c[0]):
         try:
-            parsed = parse_commit_metadata(raw if isinstance(raw, str) else None)
+            parsed = read(version, info)
         except LogstoreError:
             continue  # reported by the status itself
         at = commit_time(info)
         if parsed is None or at is None:
             continue
         found.append((version, at, commit_rows(info), parsed[1]))
-    found.sort(key=lambda f: f[0])
+        if since is not None and at <= since:
+            break
     out: list[CommitSample] = []
     previous: Mapping[int, int] | None = None
-    for version, at, rows, offsets in found:
+    for version, at, rows, offsets in reversed(found):
         records = None
         if previous is not None and offsets and set(offsets) == set(previous):
             records = sum(offsets[p] - previous[p] for p in offsets)
@@ -85,6 +95,11 @@ def samples(commits: Iterable[tuple[int, Mapping[str, Any]]]) -> list[CommitSamp
         out.append(CommitSample(version, at, rows, records))
         previous = offsets
     return out
+
+
+def _parse(version: int, info: Mapping[str, Any]) -> tuple[EpochId, dict[int, int]] | None:
+    raw = info.get("userMetadata")
+    return parse_commit_metadata(raw if isinstance(raw, str) else None)
 
 
 def rates(found: Sequence[CommitSample], now: float, window_s: float = DEFAULT_WINDOW_S) -> Rates:

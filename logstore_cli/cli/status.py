@@ -32,7 +32,7 @@ from logstore_cli.config import Overrides, Uses
 from logstore_cli.errors import InvalidInputError, LogstoreError
 
 if TYPE_CHECKING:
-    from logstore_cli.catalog.watch import Rates
+    from logstore_cli.catalog.watch import Parser, Rates
 
 TAIL_NOTE = (
     "after commit = records written since the last epoch commit's records: its commit marker (1 "
@@ -105,6 +105,7 @@ def status(
                 ).to_json(),
                 cache.cached,
                 every,
+                cache.epoch,
             )
             return
         result = table_status(ref, topics, default_bootstrap=ctx.default_bootstrap)
@@ -307,6 +308,7 @@ class _Refresher:
     read: Callable[[], dict[str, Any]]
     commits: Callable[[], list[tuple[int, dict[str, Any]]]]
     window_s: float
+    parse: Parser | None = None
     last: dict[str, Any] | None = None
 
     def __call__(self) -> tuple[dict[str, Any], Rates, float, list[str]]:
@@ -320,7 +322,8 @@ class _Refresher:
                 raise  # nothing read yet: the table or the input is wrong, an error as without --watch
             failed = [f"refresh failed, showing the last status: {exc.message}"]
         now = time.time()
-        found = rates(samples(self.commits()), now, self.window_s)
+        commits = samples(self.commits(), since=now - self.window_s, parse=self.parse)
+        found = rates(commits, now, self.window_s)
         return self.last, found, now, [*self.last["warnings"], *failed]
 
 
@@ -341,13 +344,14 @@ def _watch(
     read: Callable[[], dict[str, Any]],
     commits: Callable[[], list[tuple[int, dict[str, Any]]]],
     interval: float,
+    parse: Parser | None = None,
 ) -> None:
     from rich.live import Live
 
     from logstore_cli.catalog.watch import DEFAULT_WINDOW_S
     from logstore_cli.interrupt import StopOnCtrlC
 
-    refresh = _Refresher(read, commits, max(DEFAULT_WINDOW_S, 4 * interval))
+    refresh = _Refresher(read, commits, max(DEFAULT_WINDOW_S, 4 * interval), parse)
     # Nothing to finish after a Ctrl-C: the first one ends the wait between refreshes (a refresh in
     # progress completes first, bounded by kafka.timeout_s); a second one stops at once.
     with StopOnCtrlC(lambda _: None, "stopping") as stopper:

@@ -12,6 +12,7 @@ import pytest
 from logstore_cli.catalog import epochs
 from logstore_cli.catalog import status as status_mod
 from logstore_cli.catalog import warehouse as wh
+from logstore_cli.catalog import watch as samples_mod
 from logstore_cli.catalog.status import CommitCache, table_status
 from logstore_cli.catalog.watch import CommitSample, Rates, commit_rows, rates, samples
 from logstore_cli.logformat.wire import EpochId, commit_metadata
@@ -141,3 +142,18 @@ def test_the_cache_reads_each_commit_once(tmp_path: Path, monkeypatch: pytest.Mo
     (table / "_delta_log" / f"{v1:020d}.json").unlink()
     assert [v for v, _ in cache.commits(table, up_to=v3 + 1)] == [v3 + 1, v3, v2, 0]
     assert [v for v, _ in cache.cached()] == [v3 + 1, v3, v2, 0]
+
+
+def test_samples_since_stop_at_the_newest_commit_before_the_window() -> None:
+    commits = [(v, info(100 + v, 10, {0: 10 * v})) for v in range(1, 50)]
+    parsed: list[int] = []
+
+    def parse(version: int, i: Any) -> Any:
+        parsed.append(version)
+        return samples_mod._parse(version, i)
+
+    found = samples(commits, since=140.0, parse=parse)
+    assert [s.version for s in found] == list(range(40, 50))  # 40 is the anchor at 140
+    assert found[0].log_records is None and found[1].log_records == 10
+    assert sorted(parsed) == list(range(40, 50))  # the older ones were not even parsed
+    assert rates(found, 150.0, 10) == rates(samples(commits), 150.0, 10)
