@@ -203,6 +203,15 @@ def test_broker_stop_and_status_without_a_broker(setup: Setup) -> None:
     assert "no local broker is running" in status.stderr
 
 
+def test_spark_stop_and_status_without_a_cluster(setup: Setup) -> None:
+    stopped = setup.run("spark", "stop", "--json")
+    assert stopped.returncode == 0, stopped.stderr
+    assert _json(stopped)["stopped"] == []
+    status = setup.run("spark", "status", "--json")
+    assert status.returncode == EXIT_FAILURE
+    assert _json(status)["running"] is False
+
+
 def test_shell_completion_script_is_printed(setup: Setup) -> None:
     result = setup.run("--show-completion", "bash",
                        env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})  # fmt: skip
@@ -235,6 +244,8 @@ BAD_INPUT = {
     "setup: bad --only (Typer)": ["setup", "--json", "--only", "bogus"],
     "broker start: bad --port (Typer)": ["broker", "start", "--json", "--port", "99999999"],
     "broker stop: bad --timeout (Typer)": ["broker", "stop", "--json", "--timeout", "-1"],
+    "spark start: bad --workers (Typer)": ["spark", "start", "--json", "--workers", "0"],
+    "spark stop: --kill without --worker": ["spark", "stop", "--json", "--kill"],
 }
 
 
