@@ -269,3 +269,56 @@ def test_watch_json_follows_a_running_ingest_until_ctrl_c(
     epochs = [d["writers"][0]["epoch"] for d in seen]
     assert epochs == sorted(epochs) and epochs[-1] > epochs[0]
     assert any(d["rows_per_s"] and d["log_records_per_s"] for d in seen)
+
+
+def test_watch_shows_a_broker_that_goes_away_as_a_warning_and_goes_on(tmp_path: Path) -> None:
+    """A private broker (the session's must stay up), stopped while ``status --watch`` runs."""
+    state = tmp_path / "broker-state"
+    env = {**os.environ, "LOGSTORE_STATE_DIR": str(state),
+           "LOGSTORE_WAREHOUSE": str(tmp_path / "wh")}  # fmt: skip
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "logstore_cli", *args], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=180, check=False)  # fmt: skip
+
+    started = cli("broker", "start", "--json")
+    assert started.returncode == 0, started.stderr
+    bootstrap = json.loads(started.stdout)["bootstrap"]
+    watch: subprocess.Popen[str] | None = None
+    try:
+        table = write_table(tmp_path / "wh", _ddl("db.orders", "gone_log", bootstrap))
+        with KafkaAdmin(bootstrap, timeout_s=15) as admin:
+            admin.create_topic("gone_log", 2, 1, {})
+        _epoch_commit(table, EpochId("w", 0, "a"), {0: 0, 1: 0})
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "logstore_cli", "status", "db.orders", "--watch", "--json",
+             "--interval", "0.3", "--kafka-timeout", "2"],
+            env=env, cwd=tmp_path, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        assert watch.stdout is not None
+        refreshes = _lines(watch.stdout)
+        deadline = time.monotonic() + 60
+        first = _next_json(refreshes, deadline, watch)
+        assert first["log"]["end_offsets_read"] is True and first["warnings"] == []
+
+        stopped = cli("broker", "stop", "--json")
+        assert stopped.returncode == 0, stopped.stderr
+        deadline = time.monotonic() + 60
+        while not (d := _next_json(refreshes, deadline, watch))["warnings"]:
+            pass
+        assert d["log"]["end_offsets_read"] is False and bootstrap in d["log"]["error"]
+        after = [_next_json(refreshes, deadline, watch) for _ in range(2)]  # it goes on
+        assert all(a["warnings"] and a["writers"][0]["epoch"] == 0 for a in after)
+        _, err = _interrupt(watch, refreshes)
+        assert watch.returncode == 130, err
+        warned = [line for line in err.splitlines() if line.startswith("warning: log:")]
+        # each warning once while it lasts (the broker going down may say something else first)
+        assert len(warned) == len(set(warned)) and len(warned) <= 2, warned
+        assert warned[-1] == f"warning: log: cannot reach Kafka at {bootstrap}"
+        assert "Traceback" not in err
+    finally:
+        if watch is not None and watch.poll() is None:
+            os.killpg(watch.pid, signal.SIGKILL)
+            watch.wait()
+        cli("broker", "stop")
