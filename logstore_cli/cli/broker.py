@@ -188,31 +188,35 @@ def stop(
         data = {"stopped": True, "node": node, "pid": one.pid, "forced": one.forced}
         out.emit(data, lambda c: None)
         return
-    if local_broker.read_layout(sd) is not None:
-        nodes = local_broker.stop_cluster(sd, timeout_s=timeout)
-        if not nodes:
-            out.info("no node of the local cluster is running; nothing to stop")
-            out.emit({"stopped": False, "nodes": []}, lambda c: None)
-            return
-        for node_id, s in nodes.items():
-            if s.forced:
+    cluster = local_broker.read_layout(sd) is not None
+    if not cluster:
+        stopped = local_broker.stop(sd, timeout_s=timeout)
+        if stopped is not None:
+            if stopped.forced:
                 out.warning(
-                    f"node {node_id} (pid {s.pid}) ignored SIGTERM for {timeout:g}s; killed"
+                    f"the broker (pid {stopped.pid}) ignored SIGTERM for {timeout:g}s; killed it"
                 )
-        out.success(f"stopped {_nodes(list(nodes))} of the local cluster; the data is kept")
-        rows = [{"node": i, "pid": s.pid, "forced": s.forced} for i, s in nodes.items()]
-        out.emit({"stopped": True, "nodes": rows}, lambda c: None)
+            else:
+                out.success(
+                    f"stopped the broker (pid {stopped.pid}); its data is kept for the next start"
+                )
+            out.emit(
+                {"stopped": True, "pid": stopped.pid, "forced": stopped.forced}, lambda c: None
+            )
+            return
+    # Also nodes of a cluster start that never finished (no nodes.json): stop_cluster finds them.
+    nodes = local_broker.stop_cluster(sd, timeout_s=timeout)
+    if not nodes:
+        what = "node of the local cluster" if cluster else "local broker"
+        out.info(f"no {what} is running; nothing to stop")
+        out.emit({"stopped": False, **({"nodes": []} if cluster else {})}, lambda c: None)
         return
-    stopped = local_broker.stop(sd, timeout_s=timeout)
-    if stopped is None:
-        out.info("no local broker is running; nothing to stop")
-        out.emit({"stopped": False}, lambda c: None)
-        return
-    if stopped.forced:
-        out.warning(f"the broker (pid {stopped.pid}) ignored SIGTERM for {timeout:g}s; killed it")
-    else:
-        out.success(f"stopped the broker (pid {stopped.pid}); its data is kept for the next start")
-    out.emit({"stopped": True, "pid": stopped.pid, "forced": stopped.forced}, lambda c: None)
+    for node_id, s in nodes.items():
+        if s.forced:
+            out.warning(f"node {node_id} (pid {s.pid}) ignored SIGTERM for {timeout:g}s; killed")
+    out.success(f"stopped {_nodes(list(nodes))} of the local cluster; the data is kept")
+    rows = [{"node": i, "pid": s.pid, "forced": s.forced} for i, s in nodes.items()]
+    out.emit({"stopped": True, "nodes": rows}, lambda c: None)
 
 
 @app.command()

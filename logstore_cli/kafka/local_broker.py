@@ -951,6 +951,11 @@ def start_cluster(
             f"a local {nodes}-node cluster is already running ({layout.bootstrap})",
             hint="use it, or run 'logstore broker stop' first",
         )
+    if running and layout is None:  # launched by a start that never finished: unknown ports
+        raise BrokerError(
+            f"nodes {_ids(running)} run, but {root / _LAYOUT_FILE} does not record the cluster",
+            hint="stop them with 'logstore broker stop', then start again",
+        )
     if running:  # some nodes run: the others rejoin on the recorded ports, which cannot move
         assert layout is not None
         ports = layout.nodes
