@@ -8,6 +8,10 @@ Pure: ``resolve`` takes the file's parsed content, the environment and the flags
 frozen ``Config``; only ``load_file`` touches the disk. Unknown keys are errors that name the nearest
 valid key, so a typo in a config file never silently falls back to a default; a bad value is an error
 that names where it came from (flag, environment variable, or file and key) and what is valid.
+
+Kafka client properties also come from ``LOGSTORE_KAFKA_CLIENT_<PROPERTY>`` variables (a secret
+never has to be written into a file); nothing else is read from the environment, and no value is
+ever expanded (``${VAR}`` in a file stays as written).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import difflib
 import enum
 import math
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
@@ -22,15 +27,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from logstore_cli.errors import ConfigError
-from logstore_cli.model import is_secret_key, is_secret_value
+from logstore_cli.errors import ConfigError, InvalidInputError
+from logstore_cli.model import FrozenMap, is_secret_key, is_secret_value
 
 # librdkafka's socket.timeout.ms allows at most 300000: a longer Kafka timeout cannot be honoured.
 MAX_KAFKA_TIMEOUT_S = 300.0
 
 
 def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
-    return MappingProxyType(dict(mapping or {}))
+    # FrozenMap: a Config's repr (a debug line, a test's failure report) shows no secret value.
+    return FrozenMap(mapping or {})
 
 
 @dataclass(frozen=True)
@@ -56,8 +62,48 @@ class Config:
     source: str | None = None  # the file it was read from, for messages
 
     def warehouse_path(self, cwd: Path | None = None) -> Path:
-        path = Path(self.warehouse).expanduser()
+        path = Path(local_path(self.warehouse, "the warehouse", error=ConfigError)).expanduser()
         return path if path.is_absolute() else (cwd or Path.cwd()) / path
+
+
+# "s3a://b/p", "hdfs:/p", "file:/p": a scheme of two characters or more, a colon and a slash.
+_URI = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]+):(?P<rest>/.*)", re.DOTALL)
+STORAGE_DOC = "docs/cluster.md, section 5 (The warehouse's storage)"
+
+
+def local_path(text: str, what: str, *, error: type[InvalidInputError] = InvalidInputError) -> str:
+    """``text`` as a local file system path; a URI is refused, naming ``what`` it was given for.
+
+    Spark would read ``s3a://…`` as a URI but the lease, the writer id and delta-rs as the relative
+    directory ``./s3a:/…``: the two would split the table. ``file:`` URIs without a host
+    (``file:///data/wh``, Hadoop's ``file:/data/wh``, ``file://localhost/…``) are their path.
+    """
+    found = _URI.fullmatch(text.strip())
+    if found is None:
+        return text
+    scheme, rest = found.group("scheme").lower(), found.group("rest")
+    if scheme == "file":
+        host, path = "", rest
+        if rest.startswith("//"):
+            host, _, tail = rest[2:].partition("/")
+            path = "/" + tail
+        if host in ("", "localhost") and not path.startswith("//"):
+            from urllib.parse import unquote
+
+            return unquote(path)
+    raise error(
+        f"{what} is given as the URI '{_without_userinfo(text.strip())}': object storage and "
+        "remote file systems (s3a://, abfss://, gs://, hdfs://, file: with a host) are not "
+        "supported for the warehouse, its tables or checkpoints today",
+        hint="give a local path, or the path where the storage is mounted as a POSIX file "
+        f"system on every host (file:///abs/path is read as /abs/path); see {STORAGE_DOC}",
+    )
+
+
+def _without_userinfo(uri: str) -> str:
+    """``uri`` without ``user:password@`` (old Hadoop connectors took credentials there); ABFS's
+    ``container@account`` has no colon and stays."""
+    return re.sub(r"^([^:/]+://)[^/@:]*:[^/@]*@", r"\1***@", uri)
 
 
 DEFAULTS = Config()
@@ -89,6 +135,18 @@ def _text(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _Invalid("a non-empty string")
     return value.strip()
+
+
+def _local_dir(value: object) -> str:
+    text = _text(value)
+    try:
+        return local_path(text, "the warehouse")
+    except InvalidInputError as exc:
+        raise _Invalid(
+            "a local or mounted POSIX directory (object storage is not supported for the "
+            f"warehouse today; see {STORAGE_DOC})",
+            repr(_without_userinfo(text)),
+        ) from exc
 
 
 def _seconds(value: object) -> float:
@@ -156,6 +214,8 @@ class Setting:
     help: str
     group: Uses
     env: str | None = None
+    # Variables "<env_prefix><KEY>" each set one key of a table setting (see ``client_env_key``).
+    env_prefix: str | None = None
     flag: str | None = None
     metavar: str | None = None
     example: str = ""  # a valid flag value, for hints
@@ -187,7 +247,7 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
-        "warehouse", _text, "Warehouse directory: tables live at <warehouse>/<db>/<table>.",
+        "warehouse", _local_dir, "Warehouse directory: tables live at <warehouse>/<db>/<table>.",
         Uses.WAREHOUSE, env="LOGSTORE_WAREHOUSE", flag="--warehouse", metavar="<dir>",
         example="./warehouse",
     ),
@@ -204,8 +264,10 @@ SETTINGS: tuple[Setting, ...] = (
         example="10",
     ),
     Setting(
-        "kafka.client", _table, "librdkafka client properties for every table (secrets go here).",
-        Uses.KAFKA,
+        "kafka.client", _table,
+        "Kafka client properties for every table (secrets go here, or in the environment: "
+        "LOGSTORE_KAFKA_CLIENT_SASL_PASSWORD sets sasl.password).",
+        Uses.KAFKA, env_prefix="LOGSTORE_KAFKA_CLIENT_",
     ),
     Setting(
         "spark.master", _text, "Spark master (local[*], spark://…, yarn, k8s://…).",
@@ -220,6 +282,14 @@ SETTINGS: tuple[Setting, ...] = (
 BY_KEY: Mapping[str, Setting] = MappingProxyType({s.key: s for s in SETTINGS})
 # Environment variables and the config key each sets.
 ENV_VARS: Mapping[str, str] = MappingProxyType({s.env: s.key for s in SETTINGS if s.env})
+# Prefixes of variables that set one key of a table setting, and that setting's key.
+ENV_PREFIXES: Mapping[str, str] = MappingProxyType(
+    {s.env_prefix: s.key for s in SETTINGS if s.env_prefix}
+)
+# The rest of a variable's name: upper-case words joined by single underscores.
+_ENV_WORDS = re.compile(r"[A-Z0-9]+(?:_[A-Z0-9]+)*")
+# Client properties logstore resolves itself: the variable that sets each instead.
+_ENV_RESERVED = {"bootstrap.servers": "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS"}
 _SECTIONS = frozenset(s.key.split(".")[0] for s in SETTINGS if "." in s.key)
 
 
@@ -274,6 +344,15 @@ def resolve(
             cfg = _apply(
                 cfg, BY_KEY[key], value, f"environment variable {var}", f"fix or unset {var}"
             )
+    for prefix, key in ENV_PREFIXES.items():
+        # Sorted: the same environment gives the same map (and the same first error).
+        pairs = {
+            client_env_key(var, prefix): value
+            for var, value in sorted((env or {}).items())
+            if var.startswith(prefix) and value
+        }
+        if pairs:  # merged over the file's table: the variable wins for its one key
+            cfg = _with(cfg, key.split("."), _frozen({**setting_value(cfg, BY_KEY[key]), **pairs}))
     for flag_key, flag_value in (flags or {}).items():
         if flag_key not in BY_KEY or not BY_KEY[flag_key].flag:
             raise ValueError(f"no flag sets config key {flag_key!r}")  # a bug in the caller
@@ -281,6 +360,32 @@ def resolve(
         hint = f"e.g. {setting.flag} {setting.example}"
         cfg = _apply(cfg, setting, flag_value, str(setting.flag), hint)
     return cfg
+
+
+def client_env_key(var: str, prefix: str = "LOGSTORE_KAFKA_CLIENT_") -> str:
+    """The property ``var`` sets: its name after ``prefix``, lower-cased, ``_`` read as ``.``.
+
+    Kafka's and librdkafka's property names are lower-case words joined by dots, so the spelling is
+    unambiguous; the few names with ``_`` or ``-`` (confluent-kafka's Python callbacks, Flink's
+    connector options) are no client properties and cannot be set this way. The value is never
+    part of a message.
+    """
+    rest = var[len(prefix) :]
+    example = f"{prefix}SASL_PASSWORD sets sasl.password"
+    if not _ENV_WORDS.fullmatch(rest):
+        raise ConfigError(
+            f"environment variable {var} does not name a Kafka client property",
+            hint=f"write the property's name in upper case with '_' for '.' ({example}), or "
+            f"unset {var}",
+        )
+    key = rest.lower().replace("_", ".")
+    if key in _ENV_RESERVED:
+        raise ConfigError(
+            f"environment variable {var} would set the client property {key}, which logstore "
+            "takes from the table's DDL or the config",
+            hint=f"set {_ENV_RESERVED[key]} instead, and unset {var}",
+        )
+    return key
 
 
 def load(
@@ -311,9 +416,10 @@ def markdown_table() -> str:
     ]
     for s in SETTINGS:
         key = code(s.key) + (" (table)" if isinstance(s.default, Mapping) else "")
+        env = code(s.env) or (code(f"{s.env_prefix}<PROPERTY>") if s.env_prefix else "")
         flag = code(f"{s.flag} {s.metavar}" if s.merge else s.flag)
         default = prose(s.default_help or "") if s.default is None else code(s.default_text)
-        rows.append(row(key, code(s.env), flag, default or "none", prose(s.help)))
+        rows.append(row(key, env, flag, default or "none", prose(s.help)))
     return "\n".join(rows)
 
 

@@ -1,7 +1,8 @@
 """The warehouse: ``<warehouse>/<database>/<table>`` Delta tables that describe themselves.
 
 A table's Delta properties hold the DDL's properties as written (secret values are never stored:
-they come from the config file or the environment at run time) and logstore's own keys below.
+they come from the config file's ``[kafka.client]`` or ``LOGSTORE_KAFKA_CLIENT_<PROPERTY>``
+variables at run time) and logstore's own keys below.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from rich.text import Text
 from logstore_cli.cli.context import Context, make_context, parse_pairs
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, key_value_table
-from logstore_cli.config import Overrides, Uses
+from logstore_cli.config import Overrides, Uses, local_path
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.ingest import plan
 
@@ -76,6 +76,8 @@ def build_job(
     from logstore_cli.jobs.ingest import IngestJob, KafkaTarget
     from logstore_cli.jobs.sources import SourceRequest
 
+    if checkpoint is not None and checkpoint.strip():
+        checkpoint = local_path(checkpoint, "--checkpoint")  # before any I/O: bad input is exit 2
     stored = ctx.load_table(table)
     spec = stored.spec
     stores = plan.resolve_stores(spec, emit)

@@ -21,7 +21,7 @@ from rich.text import Text
 from logstore_cli.cli.context import Context, make_context
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, key_value_table
-from logstore_cli.config import Overrides, Uses
+from logstore_cli.config import Overrides, Uses, local_path
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.interrupt import StopOnCtrlC
 from logstore_cli.logformat.wire import RowKind, RowSchema
@@ -234,6 +234,8 @@ def read(
             "--json and --output table do not go together",
             hint="--json prints JSON lines (--output jsonl) or writes to a path; drop one of them",
         )
+    if checkpoint is not None and checkpoint.strip():
+        checkpoint = local_path(checkpoint, "--checkpoint")
     stored = ctx.load_table(table)
     client: dict[str, str] = dict(ctx.config.kafka.client)
     if stored.spec.log_store is not None:

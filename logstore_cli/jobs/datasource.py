@@ -255,7 +255,9 @@ def resolve(options: Mapping[str, str]) -> ReadSpec:
     config = cfg.load(None, os.environ)
     timeout_s = _timeout(lowered, config.kafka.timeout_s)
     given = (lowered.get("warehouse") or "").strip()
-    warehouse = Path(given) if given else config.warehouse_path()
+    warehouse = (
+        Path(cfg.local_path(given, 'option "warehouse"')) if given else config.warehouse_path()
+    )
     stored = load_table(warehouse, name, default_bootstrap=bootstrap or _default_bootstrap(config))
     log = stored.spec.log_store
     if log is None:

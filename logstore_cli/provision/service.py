@@ -588,7 +588,8 @@ def _check_alterable(stored: StoredTable, set_: Mapping[str, str], unset: Sequen
         if is_secret(key, value):
             raise InvalidInputError(
                 f"'{key}' holds a secret; secrets are never stored in table metadata",
-                hint="put it in the config file's [kafka.client] section or the environment",
+                hint="put it in the config file's [kafka.client] section, or in the environment "
+                "as LOGSTORE_KAFKA_CLIENT_<PROPERTY> (e.g. LOGSTORE_KAFKA_CLIENT_SASL_PASSWORD)",
             )
     props = stored.state.properties
     missing = [k for k in unset if k not in stored.spec.properties and k not in props]

@@ -1,0 +1,201 @@
+"""Kafka client properties from ``LOGSTORE_KAFKA_CLIENT_*`` variables, and warehouse/checkpoint
+paths that are URIs (refused: object storage is not supported for them today)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logstore_cli import config as cfg
+from logstore_cli.cli import app as app_module
+from logstore_cli.errors import EXIT_INVALID_INPUT, ConfigError, InvalidInputError
+from logstore_cli.kafka.client_config import JAVA_ONLY_KEYS, librdkafka_config
+from tests.deltalog import write_table
+
+SECRET = "hunter2-'\"$x-secret"
+PREFIX = "LOGSTORE_KAFKA_CLIENT_"
+
+
+def _run_main(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as info:
+        app_module.main(argv)
+    code = info.value.code
+    return code if isinstance(code, int) else -1
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    import os
+
+    for var in [*cfg.ENV_VARS, cfg.CONFIG_ENV, *(v for v in os.environ if v.startswith(PREFIX))]:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LOGSTORE_WAREHOUSE", str(tmp_path / "wh"))
+    monkeypatch.setenv("LOGSTORE_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path
+
+
+# ----------------------------------------------------------------- client properties from env
+
+
+def test_a_variable_sets_its_client_property_over_the_files_key() -> None:
+    file = {"kafka": {"client": {"sasl.password": "from-file", "sasl.username": "etl"}}}
+    env = {
+        f"{PREFIX}SASL_PASSWORD": SECRET,
+        f"{PREFIX}SECURITY_PROTOCOL": "SASL_SSL",
+        "LOGSTORE_KAFKA_CLIENTX": "not ours",
+    }
+    client = cfg.resolve(file, env).kafka.client
+    assert dict(client) == {
+        "sasl.password": SECRET,  # the variable wins over the file's key of the same name
+        "sasl.username": "etl",  # the file's other keys stay
+        "security.protocol": "SASL_SSL",
+    }
+    conf, ignored = librdkafka_config("b:9092", client)
+    assert conf["sasl.password"] == SECRET and not ignored
+
+
+def test_an_empty_client_variable_counts_as_unset() -> None:
+    file = {"kafka": {"client": {"sasl.password": "from-file"}}}
+    assert cfg.resolve(file, {f"{PREFIX}SASL_PASSWORD": ""}).kafka.client["sasl.password"] == (
+        "from-file"
+    )
+
+
+def test_a_secret_from_the_environment_is_redacted_in_the_configs_repr() -> None:
+    resolved = cfg.resolve({}, {f"{PREFIX}SASL_PASSWORD": SECRET, f"{PREFIX}SASL_USERNAME": "etl"})
+    shown = repr(resolved)
+    assert SECRET not in shown and "'sasl.password': '***'" in shown and "'etl'" in shown
+
+
+@pytest.mark.parametrize(
+    "var",
+    [f"{PREFIX}sasl_password", f"{PREFIX}SASL__PASSWORD", f"{PREFIX}SASL_PASSWORD_", PREFIX,
+     f"{PREFIX}SASL-PASSWORD"],
+)  # fmt: skip
+def test_a_variable_that_names_no_property_is_a_config_error(var: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        cfg.resolve({}, {var: SECRET})
+    assert info.value.message == f"environment variable {var} does not name a Kafka client property"
+    assert info.value.hint is not None and f"{PREFIX}SASL_PASSWORD sets sasl.password" in (
+        info.value.hint
+    )
+    assert SECRET not in f"{info.value.message} {info.value.hint}"
+
+
+def test_bootstrap_servers_from_a_client_variable_points_to_the_real_setting() -> None:
+    with pytest.raises(ConfigError) as info:
+        cfg.resolve({}, {f"{PREFIX}BOOTSTRAP_SERVERS": "b:9092"})
+    assert info.value.hint is not None and "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS" in info.value.hint
+
+
+def test_every_client_property_spelling_is_unambiguous() -> None:
+    # The variable's name reads '_' as '.': that works because client properties have neither '_'
+    # nor '-'. The names in the mapping that do are no properties: Python callbacks or Flink's.
+    not_properties = {k for k in JAVA_ONLY_KEYS if "_" in k or "-" in k}
+    assert not_properties
+    assert all(
+        "callback" in JAVA_ONLY_KEYS[k] or "Flink" in JAVA_ONLY_KEYS[k] for k in not_properties
+    )
+    for key in [k for k in JAVA_ONLY_KEYS if k not in not_properties] + [
+        "sasl.jaas.config", "sasl.oauthbearer.client.secret", "ssl.key.password",
+        "security.protocol", "ssl.ca.location", "ssl.endpoint.identification.algorithm",
+    ]:  # fmt: skip
+        assert cfg.client_env_key(PREFIX + key.upper().replace(".", "_")) == key
+
+
+def test_the_guide_table_names_the_client_variables() -> None:
+    assert f"`{PREFIX}<PROPERTY>`" in cfg.markdown_table()
+
+
+def test_cli_never_prints_a_secret_from_the_environment(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ddl = (
+        "CREATE TABLE db.t (id BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH ('log.system' = "
+        "'kafka', 'kafka.bootstrap.servers' = '127.0.0.1:1', 'kafka.topic' = 't')"
+    )
+    write_table(clean_env / "wh", ddl)
+    monkeypatch.setenv(f"{PREFIX}SASL_PASSWORD", SECRET)
+    monkeypatch.setenv(f"{PREFIX}SASL_USERNAME", "etl")
+    # An invalid value from the environment reaches librdkafka: the command fails on it.
+    monkeypatch.setenv(f"{PREFIX}SECURITY_PROTOCOL", "bogus")
+    code = _run_main(["--verbose", "verify", "db.t", "--kafka-timeout", "1"])
+    out, err = capsys.readouterr()
+    assert code != 0
+    assert "security.protocol" in err
+    assert SECRET not in out + err and "hunter2" not in out + err
+
+
+# ------------------------------------------------------------------------------ URIs as paths
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["s3a://bucket/warehouse", "abfss://c@acct.dfs.core.windows.net/wh", "gs://b/wh",
+     "hdfs://namenode:8020/wh", "hdfs:/wh", "file://otherhost/data/wh", "S3://b/w"],
+)  # fmt: skip
+def test_a_warehouse_uri_is_a_config_error_from_every_source(tmp_path: Path, uri: str) -> None:
+    for where, call in [
+        ("environment variable LOGSTORE_WAREHOUSE", lambda: cfg.resolve({}, {"LOGSTORE_WAREHOUSE": uri})),
+        ("--warehouse", lambda: cfg.resolve({}, {}, {"warehouse": uri})),
+        ("logstore.toml: 'warehouse'", lambda: cfg.resolve({"warehouse": uri}, source="logstore.toml")),
+    ]:  # fmt: skip
+        with pytest.raises(ConfigError) as info:
+            call()
+        message = info.value.message
+        assert message.startswith(f"{where} must be a local or mounted POSIX directory")
+        assert "object storage is not supported for the warehouse" in message
+        assert "docs/cluster.md" in message and repr(uri) in message
+
+
+def test_a_uri_never_shows_its_credentials() -> None:
+    with pytest.raises(ConfigError) as info:
+        cfg.resolve({}, {"LOGSTORE_WAREHOUSE": "s3a://AKIAXX:s3cr3t@bucket/wh"})
+    assert "s3cr3t" not in info.value.message and "s3a://***@bucket/wh" in info.value.message
+    assert "AKIAXX" not in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("uri", "path"),
+    [("file:///data/wh", "/data/wh"), ("file:/data/wh", "/data/wh"),
+     ("file://localhost/data/wh", "/data/wh"), ("file:///data/my%20wh", "/data/my wh")],
+)  # fmt: skip
+def test_a_local_file_uri_is_its_absolute_path(uri: str, path: str) -> None:
+    resolved = cfg.resolve({}, {"LOGSTORE_WAREHOUSE": uri})
+    assert resolved.warehouse == path and resolved.warehouse_path() == Path(path)
+
+
+@pytest.mark.parametrize("text", ["./warehouse", "/data/wh", "~/wh", "a:b", "wh:", "x:/y"])
+def test_paths_that_are_no_uri_stay_as_written(text: str) -> None:
+    # One-letter schemes and a colon without a slash are file names, not URIs.
+    assert cfg.local_path(text, "--checkpoint") == text
+
+
+def test_a_config_built_directly_with_a_uri_is_refused_by_warehouse_path() -> None:
+    with pytest.raises(ConfigError, match="object storage"):
+        cfg.Config(warehouse="gs://b/wh").warehouse_path()
+
+
+def test_local_path_names_what_it_was_given_for() -> None:
+    with pytest.raises(InvalidInputError) as info:
+        cfg.local_path("s3a://b/chk", "--checkpoint")
+    assert info.value.message.startswith("--checkpoint is given as the URI 's3a://b/chk'")
+    assert info.value.hint is not None and "docs/cluster.md" in info.value.hint
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["list", "--warehouse", "s3a://b/wh"],
+     ["ingest", "db.t", "--source", "generate", "--total", "5", "--once",
+      "--checkpoint", "s3a://b/chk"],
+     ["read", "db.t", "--mode", "log", "--checkpoint", "gs://b/reader.json"]],
+    ids=["warehouse", "ingest-checkpoint", "read-checkpoint"],
+)  # fmt: skip
+def test_cli_refuses_a_uri_path_with_exit_2(
+    clean_env: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    assert _run_main(argv) == EXIT_INVALID_INPUT
+    err = capsys.readouterr().err
+    assert "not supported" in err and "docs/cluster.md" in err and "Traceback" not in err
+    assert not (clean_env / "s3a:").exists() and not Path("s3a:").exists()
