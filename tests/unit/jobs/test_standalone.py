@@ -9,6 +9,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,6 +115,11 @@ def fake_master() -> Iterator[subprocess.Popen[bytes]]:
     """A process whose argv looks like our master's (the liveness check reads /proc's cmdline)."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
                              standalone.MASTER_CLASS, "--port", "7077"])  # fmt: skip
+    deadline = time.monotonic() + 30
+    # Until the child has exec'd: before that, /proc shows the parent's argv.
+    while standalone.MASTER_CLASS.encode() not in standalone._cmdline(proc.pid):
+        assert time.monotonic() < deadline, "the fake master did not start"
+        time.sleep(0.01)  # polling a condition with a deadline
     yield proc
     proc.kill()
     proc.wait()
