@@ -139,7 +139,9 @@ def _names_a_secret(key: str) -> bool:
     if key.lower().endswith(tuple(_SECRET_KEYS)):
         return True
     words = [w for w in re.split(r"[._\-]+", key.lower()) if w]
-    if not words:
+    if not words or words[-1] == "provider" or words[-2:] == ["provider", "type"]:
+        # "fs.s3a.aws.credentials.provider", "….sas.token.provider.type": a class that fetches the
+        # credential, not one; printing it (spark-submit --conf) is what a credential provider is for.
         return False
     if any(_is_secret_word(w) for w in words):
         return True

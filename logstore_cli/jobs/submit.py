@@ -4,6 +4,11 @@ The driver is ``logstore`` itself, started by a two-line launcher in the state d
 same arguments; the jars are the resolved classpath (``--jars``, no network at submit time) and
 the package travels to the executors as ``--py-files`` (a zip built in the state directory), so a
 cluster whose Python has the dependencies but not logstore still runs the job's tasks.
+
+A user's ``spark.jars`` and ``spark.submit.pyFiles`` join ``--jars`` and ``--py-files`` (spark-submit
+would let its own options win and drop them). Secret confs (``model.is_secret``) are never printed:
+one from the config file is left out, since the driver (``logstore`` reading the same ``--config``)
+sets it on its session; one given with ``--conf`` is in the launcher's arguments, so it is refused.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import logstore_cli
+from logstore_cli.errors import InvalidInputError
 from logstore_cli.jobs.spark import DELTA_CONF, defaults_for
+from logstore_cli.model import is_secret
 from logstore_cli.paths import state_home, state_subdir
 
 LAUNCHER = "from logstore_cli.cli.app import main\n\nmain()\n"
@@ -72,6 +79,7 @@ def submit_command(master: str, conf: Mapping[str, str], args: Sequence[str]) ->
 
     from logstore_cli.jvm.deps import Classpath, ensure_classpath
 
+    check_no_secret_flags(args)  # before the jars are resolved: bad input fails at once
     jars = ensure_classpath(Classpath.SPARK)
     work = state_subdir(state_home(), "spark", "submit")
     confs = defaults_for(master)
@@ -79,13 +87,73 @@ def submit_command(master: str, conf: Mapping[str, str], args: Sequence[str]) ->
     confs["spark.pyspark.python"] = sys.executable
     confs["spark.pyspark.driver.python"] = sys.executable
     confs.update(conf)
-    command = [
-        str(Path(_find_spark_home()) / "bin" / "spark-submit"),  # type: ignore[no-untyped-call]
-        "--master", master,
-        "--name", "logstore " + " ".join(args[:2]),
-        "--jars", ",".join(str(j) for j in jars),
-        "--py-files", str(_package_zip(work)),
-    ]  # fmt: skip
+    spark_submit = str(Path(_find_spark_home()) / "bin" / "spark-submit")  # type: ignore[no-untyped-call]
+    return submit_argv(
+        spark_submit, master, confs, [str(j) for j in jars], [str(_package_zip(work))],
+        str(_launcher(work)), args,
+    )  # fmt: skip
+
+
+# spark-submit's own options set these confs and win over a --conf of them: merged, not printed.
+_LIST_CONFS = {"spark.jars": "--jars", "spark.submit.pyFiles": "--py-files"}
+
+
+def submit_argv(
+    spark_submit: str,
+    master: str,
+    confs: Mapping[str, str],
+    jars: Sequence[str],
+    py_files: Sequence[str],
+    launcher: str,
+    args: Sequence[str],
+) -> list[str]:
+    """The printed command (pure): ``confs``' ``spark.jars``/``spark.submit.pyFiles`` appended to
+    ``jars``/``py_files``, secret confs left out (the driver sets them from the config file)."""
+    check_no_secret_flags(args)
+    lists = {"--jars": list(jars), "--py-files": list(py_files)}
+    for key, option in _LIST_CONFS.items():
+        lists[option] += [p.strip() for p in confs.get(key, "").split(",") if p.strip()]
+    command = [spark_submit, "--master", master, "--name", "logstore " + " ".join(args[:2])]
+    for option, paths in lists.items():
+        if paths:
+            command += [option, ",".join(dict.fromkeys(paths))]  # once each, in order
     for key, value in confs.items():
-        command += ["--conf", f"{key}={value}"]
-    return [*command, str(_launcher(work)), *args]
+        if key not in _LIST_CONFS and not is_secret(key, value):
+            command += ["--conf", f"{key}={value}"]
+    return [*command, launcher, *args]
+
+
+def _pairs(args: Sequence[str], flag: str) -> list[tuple[str, str]]:
+    """The ``KEY=VALUE`` pairs of option ``flag`` in ``args`` (``flag P`` or ``flag=P``)."""
+    pairs = []
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            pair = args[i + 1]
+        elif arg.startswith(f"{flag}="):
+            pair = arg.removeprefix(f"{flag}=")
+        else:
+            continue
+        key, _, value = pair.partition("=")
+        pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+# Where a secret of each KEY=VALUE option belongs instead of the command line.
+_SECRET_HOMES = {
+    "--conf": "under [spark.conf] in the config file (readable by you only): the printed command "
+    "leaves it out and its driver reads it from there; or prefer a credentials provider "
+    "(docs/cluster.md, section 5)",
+    "--source-option": "in [kafka.client] of the config file or a LOGSTORE_KAFKA_CLIENT_<PROPERTY> "
+    "variable: a kafka: source gets the client properties (docs/cluster.md, section 4)",
+}
+
+
+def check_no_secret_flags(args: Sequence[str]) -> None:
+    """Refuse a secret in a ``KEY=VALUE`` option: the launcher's arguments are printed as given."""
+    for flag, home in _SECRET_HOMES.items():
+        secret = [key for key, value in _pairs(args, flag) if is_secret(key, value)]
+        if secret:
+            raise InvalidInputError(
+                f"--print-spark-submit would print the secret value of {flag} {secret[0]}",
+                hint=f"put it {home}",
+            )

@@ -158,3 +158,34 @@ def test_print_spark_submit_prints_a_runnable_command(tmp_path: Path, kafka_boot
     launcher = next(a for a in tail if a.endswith(".py"))
     assert tail[tail.index(launcher) + 1 :] == ["ingest", "shop.orders", "--source", "generate",
                                                "--total", "10", "--once"]  # fmt: skip
+
+
+def test_print_spark_submit_merges_jars_and_never_prints_a_secret(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> None:
+    write_table(tmp_path / "wh", orders_ddl("shop.orders", topic_name, kafka_bootstrap))
+    extra = tmp_path / "extra.jar"
+    extra.write_bytes(b"PK")
+    secret = "wJalrXUtnFEMI-secret"
+    config = tmp_path / "logstore.toml"
+    config.write_text(
+        f'[spark.conf]\n"spark.jars" = "{extra}"\n'
+        f'"spark.hadoop.fs.s3a.secret.key" = "{secret}"\n"spark.executor.memory" = "1g"\n',
+        encoding="utf-8",
+    )
+    base = ("ingest", "shop.orders", "--source", "generate", "--total", "10", "--once",
+            "--config", str(config), "--print-spark-submit")  # fmt: skip
+    result = _run(tmp_path, *base, "--json")
+    assert result.returncode == 0, result.stderr
+    argv = json.loads(result.stdout)["command"]
+    launcher = next(i for i, a in enumerate(argv) if a.endswith("logstore_submit.py"))
+    jars = argv[argv.index("--jars") + 1].split(",")
+    assert jars[-1] == str(extra) and any("delta-spark" in j for j in jars)  # spark-submit keeps it
+    confs = [argv[i + 1] for i in range(launcher) if argv[i] == "--conf"]
+    assert "spark.executor.memory=1g" in confs
+    assert not any(c.startswith("spark.jars=") for c in confs)
+    assert secret not in result.stdout + result.stderr  # the driver reads it from --config
+    refused = _run(tmp_path, *base, "--conf", f"spark.hadoop.fs.s3a.access.key={secret}")
+    assert refused.returncode == 2, refused.stderr
+    assert "would print the secret value of --conf spark.hadoop.fs.s3a.access.key" in refused.stderr
+    assert secret not in refused.stdout + refused.stderr

@@ -136,13 +136,14 @@ def test_cli_never_prints_a_secret_from_the_environment(
      "hdfs://namenode:8020/wh", "hdfs:/wh", "file://otherhost/data/wh", "S3://b/w"],
 )  # fmt: skip
 def test_a_warehouse_uri_is_a_config_error_from_every_source(tmp_path: Path, uri: str) -> None:
-    for where, call in [
-        ("environment variable LOGSTORE_WAREHOUSE", lambda: cfg.resolve({}, {"LOGSTORE_WAREHOUSE": uri})),
-        ("--warehouse", lambda: cfg.resolve({}, {}, {"warehouse": uri})),
-        ("logstore.toml: 'warehouse'", lambda: cfg.resolve({"warehouse": uri}, source="logstore.toml")),
-    ]:  # fmt: skip
+    sources: list[tuple[str, dict[str, object], dict[str, str], dict[str, object]]] = [
+        ("environment variable LOGSTORE_WAREHOUSE", {}, {"LOGSTORE_WAREHOUSE": uri}, {}),
+        ("--warehouse", {}, {}, {"warehouse": uri}),
+        ("logstore.toml: 'warehouse'", {"warehouse": uri}, {}, {}),
+    ]
+    for where, file, env, flags in sources:
         with pytest.raises(ConfigError) as info:
-            call()
+            cfg.resolve(file, env, flags, source="logstore.toml")
         message = info.value.message
         assert message.startswith(f"{where} must be a local or mounted POSIX directory")
         assert "object storage is not supported for the warehouse" in message
