@@ -156,8 +156,11 @@ def test_print_spark_submit_prints_a_runnable_command(tmp_path: Path, kafka_boot
     assert Path(argv[argv.index("--py-files") + 1]).is_file()
     tail = argv[argv.index("--py-files") + 2 :]
     launcher = next(a for a in tail if a.endswith(".py"))
-    assert tail[tail.index(launcher) + 1 :] == ["ingest", "shop.orders", "--source", "generate",
-                                               "--total", "10", "--once"]  # fmt: skip
+    given = tail[tail.index(launcher) + 1 :]
+    assert given[:7] == ["ingest", "shop.orders", "--source", "generate", "--total", "10", "--once"]
+    # What this run resolved from the environment and directory is pinned after the user's own.
+    pinned = dict(zip(given[7::2], given[8::2], strict=True))
+    assert pinned["--warehouse"] == str((tmp_path / "wh").absolute()) and "--master" in pinned
 
 
 def test_print_spark_submit_merges_jars_and_never_prints_a_secret(
