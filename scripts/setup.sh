@@ -25,9 +25,13 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 
-# Reinstall only when the dependency declaration changed.
+# Reinstall only when what pip installs from changed: pyproject.toml's [project] and
+# [build-system] tables (a new pytest marker or lint rule in [tool.*] needs no reinstall).
 stamp=.venv/.logstore-install-stamp
-want="$(sha256sum pyproject.toml | cut -c1-16)"
+want="$("$PY" -c 'import hashlib, json, tomllib
+d = tomllib.load(open("pyproject.toml", "rb"))
+key = json.dumps([d.get("project"), d.get("build-system")], sort_keys=True)
+print(hashlib.sha256(key.encode()).hexdigest()[:16])')"
 if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   echo "setup: installing logstore and its dependencies into .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip
