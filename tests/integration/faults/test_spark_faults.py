@@ -177,9 +177,9 @@ def _attempts(s: Setup, bootstrap: str, epoch: int) -> set[str]:
     return found
 
 
-def _check(s: Setup, bootstrap: str) -> dict[str, int]:
-    """Delta = the source folded; the protocol holds; the log reads (API and CLI) equal Delta;
-    ``logstore verify`` exits 0."""
+def _check(s: Setup, bootstrap: str, *read_args: str) -> dict[str, int]:
+    """Delta = the source folded; the protocol holds; the log reads (API and CLI, with
+    ``read_args``) equal Delta; ``logstore verify`` exits 0."""
     expected = {k: normalized(v) for k, v in s.expected.items()}
     assert delta_state(s.path) == expected
     counts = check_protocol(
@@ -188,7 +188,7 @@ def _check(s: Setup, bootstrap: str) -> dict[str, int]:
     counts |= assert_log_reads_equal_delta(s.warehouse, TABLE)
 
     read = _cli(s, "read", TABLE, "--mode", "log", "--consistent", "--from", "earliest",
-                "--output", "jsonl")  # fmt: skip
+                "--output", "jsonl", *read_args)  # fmt: skip
     assert read.returncode == 0 and "Traceback" not in read.stderr, read.stderr
     state: dict[int, dict[str, Any]] = {}
     for line in read.stdout.splitlines():
@@ -235,7 +235,8 @@ def test_worker_killed_mid_epoch_spark_retries_it(
     reported = _epoch_events(out)
     assert [e["epoch"] for e in reported] == list(range(FILES)), reported
     assert _attempts(s, kafka_bootstrap, 1) == {reported[1]["attempt"]}  # one attempt: no rerun
-    counts = _check(s, kafka_bootstrap)
+    # The consistent read runs on the cluster too: the logstore data source on the executors.
+    counts = _check(s, kafka_bootstrap, "--engine", "spark", "--master", s.master)
     assert counts["epochs"] == FILES
     print(f"\nworker kill: job exit {code}, {recovered_s:.1f}s from the kill to the job's end, "
           f"{time.monotonic() - started:.1f}s in all; epoch 1 took {reported[1]['seconds']}s")  # fmt: skip
