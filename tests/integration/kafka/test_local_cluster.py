@@ -72,9 +72,11 @@ def _read_all(bootstrap: str, topic: str, timeout_s: float = 30) -> list[bytes]:
             assert time.monotonic() < deadline, f"read {seen} of {ends}"
             for msg in consumer.consume(500, timeout=1.0):
                 assert msg.error() is None, msg.error()
-                if msg.offset() < ends[msg.partition()]:
-                    out.append(msg.value())
-                    seen[msg.partition()] = msg.offset() + 1
+                partition, offset, value = msg.partition(), msg.offset(), msg.value()
+                assert partition is not None and offset is not None and value is not None
+                if offset < ends[partition]:
+                    out.append(value)
+                    seen[partition] = offset + 1
         return out
     finally:
         consumer.close()
