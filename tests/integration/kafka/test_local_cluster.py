@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._config import ConfigResource  # not re-exported for type checkers
 
 from logstore_cli.kafka import local_broker
 from logstore_cli.kafka.admin import KafkaAdmin
