@@ -21,8 +21,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._config import ConfigResource  # not re-exported for type checkers
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigResource,  # type: ignore[attr-defined]  # not in __all__
+)
 
 from logstore_cli.kafka import local_broker
 from logstore_cli.kafka.admin import KafkaAdmin
