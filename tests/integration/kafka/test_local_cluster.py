@@ -21,10 +21,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import (
-    AdminClient,
-    ConfigResource,  # type: ignore[attr-defined]  # not in __all__
-)
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._config import ConfigResource  # the typed home of admin's re-export
 
 from logstore_cli.kafka import local_broker
 from logstore_cli.kafka.admin import KafkaAdmin
