@@ -65,6 +65,7 @@ class Terminal:
         self.socket = f"logstore-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.raw = cwd / "pane.raw"
         self.env = env
+        self.socket_path: Path | None = None
         self._tmux = _tmux()
 
     def tmux(self, *args: str) -> str:
@@ -79,10 +80,13 @@ class Terminal:
                   "bash --norc --noprofile")  # fmt: skip
         self.tmux("set-option", "-g", "history-limit", "50000")
         self.tmux("pipe-pane", "-o", f"cat >> {shlex.quote(str(self.raw))}")
+        self.socket_path = Path(self.tmux("display-message", "-p", "#{socket_path}").strip())
 
     def kill(self) -> None:
         subprocess.run([self._tmux, "-L", self.socket, "kill-server"], capture_output=True,
                        check=False, timeout=30)  # fmt: skip
+        if self.socket_path is not None:  # the server leaves its socket file behind
+            self.socket_path.unlink(missing_ok=True)
 
     def type(self, line: str) -> None:
         self.tmux("send-keys", "-l", line)
