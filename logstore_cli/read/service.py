@@ -9,6 +9,7 @@ log through one ``TopicDecider``; what it emits goes to a ``Sink``. The Spark en
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,9 @@ from logstore_cli.logformat.consistency import Level
 from logstore_cli.logformat.wire import RowKind, RowSchema
 from logstore_cli.model import TableSpec
 from logstore_cli.read import plan
+
+# A version, or a timestamp Spark casts: they start with a year (or a sign), or T and a time.
+_AS_OF = re.compile(r"\s*([+-]?\d|T\d)")
 
 
 class Sink(Protocol):
@@ -181,6 +185,13 @@ def build_request(
             )
         if as_of is not None and not as_of.strip():
             raise InvalidInputError("--as-of is empty", hint="give a Delta version or a timestamp")
+        if as_of is not None and not _AS_OF.match(as_of):
+            # before Spark starts (a minute); what passes, Spark's cast to timestamp checks
+            raise InvalidInputError(
+                f"--as-of {as_of!r} is neither a Delta version nor a timestamp",
+                hint="give a version (3) or a timestamp Spark can cast: '2026-11-21', "
+                "'2026-11-21 10:30:00', '2026-11-21T10:30:00Z'",
+            )
         return ReadRequest(
             table, "file", "spark", output, limit=limit, as_of=as_of, changes=changes
         )

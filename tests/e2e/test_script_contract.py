@@ -221,6 +221,8 @@ def test_shell_completion_script_is_printed(setup: Setup) -> None:
 
 # -- bad input: exit 2, nothing on stdout ---------------------------------------------------------
 
+# A master no Spark can start: a case that starts Spark fails with exit 1, not 2.
+NO_SPARK = ["--master", "nonsense://no-spark-here"]
 BAD_INPUT = {
     "unknown command": ["nonsense"],
     "unknown option (Typer)": ["list", "--json", "--bogus"],
@@ -236,6 +238,25 @@ BAD_INPUT = {
     "drop-table: no --yes and no terminal": ["drop-table", TABLE, "--json"],
     "ingest: bad --emit": ["ingest", TABLE, "--json", "--source", "generate", "--emit", "x"],
     "ingest: --once without --total": ["ingest", TABLE, "--json", "--source", "generate", "--once"],
+    "ingest: no such --source directory (before Spark)": [
+        "ingest",
+        TABLE,
+        "--json",
+        "--source",
+        "no-such-dir",
+        "--once",
+        *NO_SPARK,
+    ],
+    "read: --as-of neither version nor time (before Spark)": [
+        "read",
+        TABLE,
+        "--json",
+        "--mode",
+        "file",
+        "--as-of",
+        "banana",
+        *NO_SPARK,
+    ],
     "status: bad --kafka-timeout": ["status", TABLE, "--json", "--kafka-timeout", "nan"],
     "read: bad --mode": ["read", TABLE, "--json", "--mode", "bogus"],
     "read: bad --limit": ["read", TABLE, "--json", "--mode", "log", "--limit", "0"],

@@ -262,3 +262,17 @@ def test_change_lines_print_what_change_json_prints() -> None:
     ]  # fmt: skip
     for kind, row, meta in cases:
         assert lines.line(kind, row, meta) == plan.change_json(kind, row, schema, meta=meta)
+
+
+@pytest.mark.parametrize(
+    "as_of", ["3", "0", "2026-11-21", "2026-11-21 10:30:00", "2026-11-21T10:30:00Z", " 2026"]
+)
+def test_a_version_or_a_timestamp_passes_to_spark(as_of: str) -> None:
+    assert _request(mode="file", as_of=as_of).as_of == as_of
+
+
+@pytest.mark.parametrize("as_of", ["banana", "yesterday", "v3", "now()"])
+def test_an_as_of_that_is_neither_is_refused_before_spark_starts(as_of: str) -> None:
+    with pytest.raises(InvalidInputError, match="neither a Delta version nor a timestamp") as info:
+        _request(mode="file", as_of=as_of)
+    assert repr(as_of) in str(info.value) and "2026-11-21" in (info.value.hint or "")
