@@ -1,5 +1,6 @@
 -- The demo tables: one in each vocabulary and SQL shape. No broker address is written, so the
 -- local broker from 'logstore broker start' (or --bootstrap-servers / the config) is used.
+-- scripts/demo.sh creates both and ingests into demo.orders (its log is read at level eventual).
 
 -- Amoro / Arctic vocabulary, Spark shape (as in the Amoro docs)
 CREATE TABLE IF NOT EXISTS demo.orders (

@@ -51,7 +51,11 @@ remove_demo_dir() {
 clean() {
   echo "Cleaning up the demo"
   if [ -d "$STATE/broker" ] && [ -x "$LS" ]; then
-    "$LS" broker stop
+    if [ "$("$LS" broker stop --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["stopped"])')" = True ]; then
+      echo "  stopped the demo's broker"
+    else
+      echo "  the demo's broker was not running"
+    fi
   fi
   remove_demo_dir "$STATE"
   remove_demo_dir "$WAREHOUSE"
@@ -305,11 +309,12 @@ EOF
 step_done
 
 printf '\n%sdemo done in %s.%s\n' "$BOLD" "$(since "$T0")" "$OFF"
+if [ "$ORIG_PWD" = "$ROOT" ]; then here=.venv/bin/logstore demo=scripts/demo.sh; else here=$LS demo=$ROOT/scripts/demo.sh; fi
 cat <<EOF
   Look around (the demo's tables live in its own state and warehouse):
     export $ENV_HINT
-    .venv/bin/logstore status $TABLE
-    .venv/bin/logstore read $TABLE --mode log --consistency committed --limit 10
-  Run it again: scripts/demo.sh (a new ingest job; the stores still agree)
-  Clean up:     scripts/demo.sh --clean   (stops the demo's broker, removes its state and warehouse)
+    $here status $TABLE
+    $here read $TABLE --mode log --consistency committed --limit 10
+  Run it again: $demo   (a new ingest job of the same changes; the stores still agree)
+  Clean up:     $demo --clean   (stops the demo's broker, removes its state and warehouse)
 EOF

@@ -36,4 +36,4 @@ def test_the_pipeline_script_passes(tmp_path: Path, kafka_bootstrap: str) -> Non
     assert steps["validate-typo"] == steps["ingest-bad-option"] == steps["drop-unconfirmed"] == "2"
     assert steps["read-missing"] == steps["create-again"] == steps["status-after"] == "1"
     assert list(tmp_path.iterdir()) == []  # its mktemp directory is gone
-    print(f"pipeline.sh: {took:.1f} s, {len(steps)} commands")
+    print(result.stdout + f"pipeline.sh: {took:.1f} s, {len(steps)} commands")
