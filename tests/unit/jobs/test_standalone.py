@@ -23,6 +23,17 @@ from logstore_cli.jobs.submit import pin_options
 from logstore_cli.paths import state_subdir
 
 
+@pytest.fixture(autouse=True)
+def no_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit test never starts a JVM: a check that lets ``start`` through fails the test instead
+    of leaving a real cluster behind."""
+
+    def refuse(*args: object) -> int:
+        raise AssertionError(f"a unit test tried to launch {args[0]}")
+
+    monkeypatch.setattr(standalone, "_launch", refuse)
+
+
 def _info(tmp_path: Path, master_pid: int = 1, port: int = 7077) -> standalone.ClusterInfo:
     master = standalone.MasterInfo(master_pid, port, 8080, str(tmp_path / "master.log"), 1.0)
     worker = standalone.WorkerInfo(1, 2, 40001, 40002, 1, "1g", str(tmp_path / "worker-1"),
