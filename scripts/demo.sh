@@ -173,7 +173,8 @@ while seen < 1:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        sys.exit(f"demo: the ingest job ended before its first epoch: see {path[:-6]}.err")
+        err = open(path[:-6] + ".err").read().strip().splitlines()[-5:]
+        sys.exit("demo: the ingest job ended before its first epoch:\n" + "\n".join(err))
     if time.monotonic() > deadline:
         sys.exit("demo: no epoch committed within 300 s")
     time.sleep(0.2)
