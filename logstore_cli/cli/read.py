@@ -9,6 +9,7 @@ writing a path). ``auto`` picks the consumer for a log read to stdout, Spark oth
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Annotated, Any
@@ -320,7 +321,10 @@ def _describe_start(out: Output, req: ReadRequest) -> None:
 def _finish(out: Output, req: ReadRequest, summary: ReadSummary, json_: bool) -> None:
     if json_:
         if req.output.to_stdout:
-            out.err.print_json(data=summary.to_json())  # stdout carries the data
+            # stdout carries the data; one compact line, so a script can pick it out of stderr
+            out.err.print(
+                json.dumps(summary.to_json()), markup=False, highlight=False, soft_wrap=True
+            )
         else:
             out.emit(summary.to_json())
         return

@@ -68,19 +68,13 @@ def _lines(stdout: str) -> list[Line]:
 
 
 def _summary(stderr: str) -> dict[str, Any]:
-    """The ``--json`` summary object on stderr (indented; other messages around it)."""
-    decoder = json.JSONDecoder()
-    at = 0
-    while (at := stderr.find("{", at)) >= 0:
-        try:
-            obj, _ = decoder.raw_decode(stderr, at)
-        except ValueError:
-            at += 1
-            continue
-        if isinstance(obj, dict) and obj.get("event") == "summary":
-            return obj
-        at += 1
-    raise AssertionError(f"no summary on stderr:\n{stderr}")
+    """The ``--json`` summary on stderr: one line of its own (other messages around it)."""
+    for line in stderr.splitlines():
+        if line.startswith("{"):
+            obj = json.loads(line)
+            if isinstance(obj, dict) and obj.get("event") == "summary":
+                return obj
+    raise AssertionError(f"no summary line on stderr:\n{stderr}")
 
 
 def _fold(lines: list[Line], state: State | None = None) -> State:
