@@ -190,8 +190,10 @@ def _render(console: Console, d: dict[str, Any]) -> None:
         if not log["end_offsets_read"]:
             why = log["error"] or "not asked (--no-topic)"
             parts.append(Text(f"topic {log['topic']}: end offsets unavailable: {why}", style="dim"))
+    # soft_wrap off: the plain console (no terminal) soft-wraps, which crops text inside a panel
     console.print(
-        Panel(Group(*parts), title=Text(d["name"], style="bold"), title_align="left", expand=False)
+        Panel(Group(*parts), title=Text(d["name"], style="bold"), title_align="left", expand=False),
+        soft_wrap=False,
     )
 
 

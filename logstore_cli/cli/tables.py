@@ -197,8 +197,10 @@ def _render_describe(console: Console, d: dict[str, Any]) -> None:
                 style="dim",
             )
         )
+    # soft_wrap off: the plain console (no terminal) soft-wraps, which crops text inside a panel
     console.print(
-        Panel(Group(*parts), title=Text(d["name"], style="bold"), title_align="left", expand=False)
+        Panel(Group(*parts), title=Text(d["name"], style="bold"), title_align="left", expand=False),
+        soft_wrap=False,
     )
 
 

@@ -156,6 +156,10 @@ def _render(console: Console, d: dict[str, Any]) -> None:
         parts += [Text(f"{title}{shown}", style="bold"), simple_table(None, headers, rows)]
     for note in d["notes"]:
         parts.append(Text(f"note: {note}", style="dim"))
+    # soft_wrap off: the plain console (no terminal) soft-wraps, which crops text inside a panel
     console.print(
-        Panel(Group(*parts), title=Text(d["table"], style="bold"), title_align="left", expand=False)
+        Panel(
+            Group(*parts), title=Text(d["table"], style="bold"), title_align="left", expand=False
+        ),
+        soft_wrap=False,
     )
