@@ -15,7 +15,7 @@ import logging
 import re
 import socket
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException
@@ -72,6 +72,8 @@ _UNREACHABLE: Final = frozenset(
 )
 # A connection attempt (or connection) that failed: one per broker address tried.
 _CONNECT_FAILED: Final = frozenset({KafkaError._TRANSPORT, KafkaError._RESOLVE})
+# librdkafka: "127.0.0.1:9092/1: Connect to ipv4#127.0.0.1:9092 failed: Connection refused"
+_CONNECT_TO: Final = re.compile(r"Connect to (?:ipv[46]#)?(\S+?) failed")
 _AUTHENTICATION: Final = frozenset(
     {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
 )
@@ -87,6 +89,7 @@ class _CallErrors:
     login_error: KafkaError | None = None  # rejected credentials or a failed TLS handshake
     connect_failures: int = 0  # failed connections or connection attempts (one per address tried)
     last_connect_error: str | None = None
+    failed_addresses: set[str] = field(default_factory=set)  # host:port of the failed connections
     resolve_failed: bool = False
     all_down: bool = False
 
@@ -151,6 +154,9 @@ class KafkaErrorMapper:
         elif code in _CONNECT_FAILED:
             call.connect_failures += 1
             call.last_connect_error = err.str()
+            found = _CONNECT_TO.search(err.str())
+            if found:
+                call.failed_addresses.add(found.group(1))
             call.resolve_failed = call.resolve_failed or code == KafkaError._RESOLVE
         elif code == KafkaError._ALL_BROKERS_DOWN:
             call.all_down = self._brokers_down = True
@@ -294,7 +300,22 @@ class KafkaErrorMapper:
         login = self._login_failure()
         if login is not None:
             return login
-        if self._call.all_down or self._call.connect_failures:
+        call = self._call
+        if call.all_down or self._brokers_down:
+            return self.unreachable(detail)
+        if call.failed_addresses and len(call.failed_addresses) < self._address_count():
+            # some brokers answered: a node of the cluster is down and its partitions' new leaders
+            # were not known in time; "cannot reach Kafka" would send the user to the wrong place
+            down = ", ".join(sorted(call.failed_addresses))
+            return BrokerError(
+                f"Kafka at {self.bootstrap_servers} did not {op.verb} topic '{op.topic}' within "
+                f"{self.timeout_s:g}s: {down} refused connections, the other brokers answered",
+                hint="a broker of the cluster is down and its partitions had no new leader in "
+                "time: restart it or wait for the cluster to elect leaders, then run the same "
+                "command again (an ingest resumes its epoch; nothing is lost)",
+                detail=self.redact(call.last_connect_error or detail or "") or None,
+            )
+        if call.connect_failures:
             return self.unreachable(detail)
         return BrokerError(
             f"Kafka at {self.bootstrap_servers} did not {op.verb} topic '{op.topic}' within "

@@ -296,3 +296,46 @@ def test_invalid_topic_names_are_spec_errors(name: str) -> None:
 def test_valid_topic_names_pass() -> None:
     for name in ("orders", "orders.v1_log-2", "x" * 249, "..."):
         check_topic_name(Operation("create", "CREATE", name))
+
+
+# -- a time-out while part of a cluster is down ----------------------------------------------------
+
+CLUSTER = "127.0.0.1:9101,127.0.0.1:9102,127.0.0.1:9103"
+OFFSETS = Operation("read the end offsets of", "DESCRIBE", "orders")
+
+
+def _refused(address: str) -> KafkaError:
+    text = f"{address}/2: Connect to ipv4#{address} failed: Connection refused"
+    return KafkaError(KafkaError._TRANSPORT, text)
+
+
+def test_a_time_out_with_one_node_of_three_down_names_it_instead_of_the_whole_cluster() -> None:
+    mapper = _mapper(CLUSTER)
+    mapper.begin()
+    for _ in range(3):  # librdkafka retries the dead node's address again and again
+        mapper.on_error(_refused("127.0.0.1:9102"))
+    error = mapper.timed_out(OFFSETS)
+    assert "cannot reach" not in str(error)
+    assert "127.0.0.1:9102 refused connections, the other brokers answered" in str(error)
+    assert "read the end offsets of topic 'orders'" in str(error)
+    assert error.hint is not None and "run the same command again" in error.hint
+
+
+def test_a_time_out_with_every_node_down_is_unreachable() -> None:
+    mapper = _mapper(CLUSTER)
+    mapper.begin()
+    for port in (9101, 9102, 9103):
+        mapper.on_error(_refused(f"127.0.0.1:{port}"))
+    assert "cannot reach Kafka" in str(mapper.timed_out(OFFSETS))
+    partial = _mapper(CLUSTER)
+    partial.begin()
+    partial.on_error(_refused("127.0.0.1:9101"))
+    partial.on_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "3/3 brokers are down"))
+    assert "cannot reach Kafka" in str(partial.timed_out(OFFSETS))
+
+
+def test_a_single_broker_that_refuses_is_unreachable_as_before() -> None:
+    mapper = _mapper()
+    mapper.begin()
+    mapper.on_error(KafkaError(KafkaError._TRANSPORT, REFUSED))
+    assert "cannot reach Kafka" in str(mapper.timed_out(OFFSETS))
