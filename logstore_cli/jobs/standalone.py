@@ -17,24 +17,28 @@ launcher is found with ``importlib.util.find_spec``.
 from __future__ import annotations
 
 import contextlib
-import errno
 import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from logstore_cli.errors import InvalidInputError, SetupError, SparkClusterError, StateDirError
 from logstore_cli.paths import check_state_dir, state_subdir
+from logstore_cli.processes import alive as _alive
+from logstore_cli.processes import free_ports as _free_ports
+from logstore_cli.processes import new_log as _new_log
+from logstore_cli.processes import port_is_free as _port_is_free
+from logstore_cli.processes import tail_file as _tail
+from logstore_cli.processes import wait_gone as _wait_gone
 
 HOST = "127.0.0.1"
 CLUSTER_DIR = "spark-cluster"
@@ -283,31 +287,6 @@ def executor_pids(worker: WorkerInfo) -> list[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    # Reap it if it is our child, so a dead one does not linger as a zombie that looks alive.
-    with contextlib.suppress(ChildProcessError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state != "Z"
-
-
-def _wait_gone(pid: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while _alive(pid):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)  # poll interval of a condition with a deadline
-    return True
-
-
 def terminate(pid: int, *, timeout_s: float = STOP_TIMEOUT_S) -> bool:
     """SIGTERM, then SIGKILL after ``timeout_s``; True when it had to be killed."""
     with contextlib.suppress(ProcessLookupError):
@@ -327,37 +306,6 @@ def kill(pid: int) -> None:
             f"process {pid} is still there {KILL_TIMEOUT_S:.0f}s after SIGKILL",
             hint=f"the kernel has not reaped it (stuck in I/O?): check 'ps -o stat {pid}'",
         )
-
-
-def _free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports: all bound at once, so the kernel cannot hand one out twice."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for s in socks:
-            s.bind((HOST, 0))
-        return [int(s.getsockname()[1]) for s in socks]
-
-
-def _port_is_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-        except OSError as exc:
-            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
-                return False
-            raise
-    return True
-
-
-@contextlib.contextmanager
-def _new_log(path: Path) -> Iterator[Any]:
-    """A new, empty log; the previous one is kept as ``<name>.1``."""
-    with contextlib.suppress(FileNotFoundError):
-        os.replace(path, path.with_name(path.name + ".1"))
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as log:
-        yield log
 
 
 def _launch(command: Sequence[str], env: Mapping[str, str], log_file: Path) -> int:
@@ -390,14 +338,6 @@ def registered_workers(view: Mapping[str, Any] | None) -> dict[int, dict[str, An
         if isinstance(w, dict) and w.get("state") == "ALIVE" and w.get("host") == HOST:
             out[int(w.get("port", -1))] = w
     return out
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        text = path.read_text("utf-8", errors="replace")
-    except OSError:
-        return f"(no log at {path})"
-    return "\n".join(text.strip().splitlines()[-lines:]) or "(the log is empty)"
 
 
 def _wait_until(

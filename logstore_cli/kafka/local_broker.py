@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -42,6 +41,12 @@ from typing import Any
 
 from logstore_cli.errors import BrokerError, InvalidInputError, SetupError, StateDirError
 from logstore_cli.paths import check_state_dir, state_subdir
+from logstore_cli.processes import free_ports as _free_ports
+from logstore_cli.processes import new_log as _new_log
+from logstore_cli.processes import port_is_free
+from logstore_cli.processes import tail as _tail
+from logstore_cli.processes import tail_file as _tail_file
+from logstore_cli.processes import wait_gone as _wait_gone
 
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
@@ -169,32 +174,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((_HOST, 0))
         return int(s.getsockname()[1])
-
-
-def _free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports: all bound at once, so the kernel cannot hand one out twice."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for s in socks:
-            s.bind((_HOST, 0))
-        return [int(s.getsockname()[1]) for s in socks]
-
-
-def port_is_free(port: int) -> bool:
-    """True when nothing listens on ``127.0.0.1:port``.
-
-    SO_REUSEADDR, as the JVM's own listener uses: connections of a stopped broker that linger in
-    TIME_WAIT do not make its port look taken.
-    """
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((_HOST, port))
-        except OSError as exc:
-            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
-                return False
-            raise
-    return True
 
 
 def new_cluster_id() -> str:
@@ -550,16 +529,6 @@ def _write_private(path: Path, text: str) -> None:
         raise
 
 
-@contextlib.contextmanager
-def _new_log(path: Path) -> Iterator[Any]:
-    """A new, empty broker log; the previous one is kept as ``<name>.1``."""
-    with contextlib.suppress(FileNotFoundError):
-        os.replace(path, path.with_name(path.name + ".1"))
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as log:
-        yield log
-
-
 def _wait_until_up(proc: subprocess.Popen[bytes], info: BrokerInfo, timeout_s: float) -> None:
     log_file = Path(info.log_file)
     deadline = time.monotonic() + timeout_s
@@ -632,47 +601,11 @@ def _terminate(pid: int, *, timeout_s: float = STOP_TIMEOUT_S) -> bool:
     return True
 
 
-def _wait_gone(pid: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while _alive(pid):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)  # poll interval of a condition with a deadline
-    return True
-
-
-def _alive(pid: int) -> bool:
-    # Reap it if it is our child, so it does not linger as a zombie that looks alive.
-    with contextlib.suppress(ChildProcessError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state != "Z"
-
-
 def _null_logger() -> logging.Logger:
     logger = logging.getLogger("logstore.kafka.probe")
     logger.addHandler(logging.NullHandler())
     logger.propagate = False
     return logger
-
-
-def _tail(text: str, lines: int = 30) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
-
-
-def _tail_file(path: Path, lines: int = 30) -> str:
-    try:
-        return _tail(path.read_text("utf-8", errors="replace"), lines)
-    except OSError:
-        return f"(no log at {path})"
 
 
 # A local cluster of several nodes (``start_cluster``). Its layout in ``<state_dir>/broker``:

@@ -13,6 +13,7 @@ ALLOWED: dict[str, set[str]] = {
     "model": set(),
     "errors": set(),
     "interrupt": set(),
+    "processes": set(),
     "names": {"errors"},
     "paths": {"errors"},
     "config": {"errors", "model"},
@@ -20,12 +21,12 @@ ALLOWED: dict[str, set[str]] = {
     "logformat": {"errors"},
     "ingest": {"errors", "model", "names", "logformat"},
     "jvm": {"errors", "paths"},
-    "kafka": {"errors", "model", "paths", "jvm"},
+    "kafka": {"errors", "model", "paths", "jvm", "processes"},
     "catalog": {"errors", "model", "names", "ddl", "kafka", "logformat", "ingest"},
     "provision": {"errors", "model", "names", "ddl", "kafka", "catalog", "config"},
     "read": {"errors", "model", "names", "logformat", "kafka", "catalog"},
     "jobs": {"errors", "model", "names", "ddl", "kafka", "catalog", "config", "paths", "jvm",
-             "logformat", "provision", "ingest", "read", "interrupt"},
+             "logformat", "provision", "ingest", "read", "interrupt", "processes"},
 }  # fmt: skip
 TOP = {"__init__", "__main__", "cli", *ALLOWED}
 
