@@ -231,7 +231,10 @@ def _pause_point(point: str, epoch: int) -> None:
     wanted = _kill_point(PAUSE_AT_ENV)
     if wanted is None or wanted[0] != point or wanted[1] not in (None, epoch):
         return
-    path = Path(os.environ[PAUSE_FILE_ENV])
+    given = os.environ.get(PAUSE_FILE_ENV)
+    if not given:
+        raise InvalidInputError(f"{PAUSE_AT_ENV} is set without {PAUSE_FILE_ENV}")
+    path = Path(given)
     path.write_text(str(os.getpid()), "utf-8")
     deadline = time.monotonic() + PAUSE_TIMEOUT_S
     while path.exists() and time.monotonic() < deadline:
