@@ -9,13 +9,16 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import socket
+import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 HOST = "127.0.0.1"  # the daemons listen on loopback only
+KILL_TIMEOUT_S = 10.0  # after SIGKILL, for the kernel to reap it
 
 
 def alive(pid: int) -> bool:
@@ -43,6 +46,40 @@ def wait_gone(pid: int, timeout_s: float) -> bool:
             return False
         time.sleep(0.05)  # poll interval of a condition with a deadline
     return True
+
+
+def kill(pid: int, stuck: Callable[..., Exception]) -> None:
+    """SIGKILL, and wait until the kernel has reaped it; ``stuck(message, hint=...)`` is raised
+    (the caller's domain error) when it is still there ``KILL_TIMEOUT_S`` later."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    if not wait_gone(pid, KILL_TIMEOUT_S):
+        raise stuck(
+            f"process {pid} is still there {KILL_TIMEOUT_S:.0f}s after SIGKILL",
+            hint=f"the kernel has not reaped it (stuck in I/O?): check 'ps -o stat {pid}'",
+        )
+
+
+def terminate(pid: int, *, timeout_s: float, stuck: Callable[..., Exception]) -> bool:
+    """SIGTERM, then SIGKILL after ``timeout_s``; True when it had to be killed."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    if wait_gone(pid, timeout_s):
+        return False
+    kill(pid, stuck)
+    return True
+
+
+def launch(
+    command: Sequence[str], log_file: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a daemon in its own session (Ctrl-C in the shell that started it must not reach it),
+    its output into a new ``log_file``."""
+    with new_log(log_file) as log:
+        return subprocess.Popen(
+            list(command), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=None if env is None else dict(env), start_new_session=True,
+        )  # fmt: skip
 
 
 def free_ports(count: int, host: str = HOST) -> list[int]:

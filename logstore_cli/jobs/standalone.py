@@ -20,8 +20,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 import urllib.error
@@ -31,11 +29,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from logstore_cli import processes
 from logstore_cli.errors import InvalidInputError, SetupError, SparkClusterError, StateDirError
 from logstore_cli.paths import check_state_dir, state_subdir
 from logstore_cli.processes import alive as _alive
 from logstore_cli.processes import free_ports as _free_ports
-from logstore_cli.processes import new_log as _new_log
 from logstore_cli.processes import port_is_free as _port_is_free
 from logstore_cli.processes import tail_file as _tail
 from logstore_cli.processes import wait_gone as _wait_gone
@@ -52,7 +50,6 @@ DEFAULT_WORKER_MEMORY = "2g"
 DAEMON_MEMORY = "512m"  # heap of the master and worker daemons (Spark's default is 1g each)
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
-KILL_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -289,32 +286,16 @@ def executor_pids(worker: WorkerInfo) -> list[int]:
 
 def terminate(pid: int, *, timeout_s: float = STOP_TIMEOUT_S) -> bool:
     """SIGTERM, then SIGKILL after ``timeout_s``; True when it had to be killed."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    if _wait_gone(pid, timeout_s):
-        return False
-    kill(pid)
-    return True
+    return processes.terminate(pid, timeout_s=timeout_s, stuck=SparkClusterError)
 
 
 def kill(pid: int) -> None:
     """SIGKILL, and wait until the kernel has reaped it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    if not _wait_gone(pid, KILL_TIMEOUT_S):
-        raise SparkClusterError(
-            f"process {pid} is still there {KILL_TIMEOUT_S:.0f}s after SIGKILL",
-            hint=f"the kernel has not reaped it (stuck in I/O?): check 'ps -o stat {pid}'",
-        )
+    processes.kill(pid, SparkClusterError)
 
 
 def _launch(command: Sequence[str], env: Mapping[str, str], log_file: Path) -> int:
-    with _new_log(log_file) as log:
-        proc = subprocess.Popen(
-            list(command), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=dict(env), start_new_session=True,  # Ctrl-C in the starting shell must not reach it
-        )  # fmt: skip
-    return proc.pid
+    return processes.launch(command, log_file, env).pid
 
 
 # -- the master's view (its web UI's JSON) ------------------------------------------------------

@@ -39,10 +39,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from logstore_cli import processes
 from logstore_cli.errors import BrokerError, InvalidInputError, SetupError, StateDirError
 from logstore_cli.paths import check_state_dir, state_subdir
 from logstore_cli.processes import free_ports as _free_ports
-from logstore_cli.processes import new_log as _new_log
 from logstore_cli.processes import port_is_free
 from logstore_cli.processes import tail as _tail
 from logstore_cli.processes import tail_file as _tail_file
@@ -50,7 +50,6 @@ from logstore_cli.processes import wait_gone as _wait_gone
 
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
-KILL_TIMEOUT_S = 10.0  # after SIGKILL, for the kernel to reap it
 _STATE_FILE = "broker.json"
 _CLUSTER_FILE = "cluster.json"
 _DATA_DIR = "data"
@@ -355,12 +354,7 @@ def start(
         cluster_id = _format(jvm, config_file, data_dir, timeout_s)
 
     log_file = root / _LOG_FILE
-    with _new_log(log_file) as log:
-        proc = subprocess.Popen(
-            [*jvm, _MAIN_CLASS, str(config_file)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C in the shell that started it must not kill it
-        )  # fmt: skip
+    proc = processes.launch([*jvm, _MAIN_CLASS, str(config_file)], log_file)
     info = BrokerInfo(
         pid=proc.pid,
         bootstrap=f"{_HOST}:{port}",
@@ -587,18 +581,7 @@ def stop(state_dir: Path, *, timeout_s: float = STOP_TIMEOUT_S) -> Stopped | Non
 
 def _terminate(pid: int, *, timeout_s: float = STOP_TIMEOUT_S) -> bool:
     """SIGTERM, SIGKILL after ``timeout_s``; True when it had to be killed."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    if _wait_gone(pid, timeout_s):
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    if not _wait_gone(pid, KILL_TIMEOUT_S):
-        raise BrokerError(
-            f"the broker process {pid} is still there {KILL_TIMEOUT_S:.0f}s after SIGKILL",
-            hint=f"the kernel has not reaped it (stuck in I/O?): check 'ps -o stat {pid}'",
-        )
-    return True
+    return processes.terminate(pid, timeout_s=timeout_s, stuck=BrokerError)
 
 
 def _null_logger() -> logging.Logger:
@@ -994,14 +977,7 @@ def stop_node(
     stopped = None
     if info is not None and node_is_running(info):
         if kill:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(info.pid, signal.SIGKILL)
-            if not _wait_gone(info.pid, KILL_TIMEOUT_S):
-                raise BrokerError(
-                    f"node {node_id} (pid {info.pid}) is still there {KILL_TIMEOUT_S:.0f}s after "
-                    "SIGKILL",
-                    hint=f"the kernel has not reaped it: check 'ps -o stat {info.pid}'",
-                )
+            processes.kill(info.pid, BrokerError)
             forced = True
         else:
             forced = _terminate(info.pid, timeout_s=timeout_s)
@@ -1176,12 +1152,7 @@ def _launch_node(
 ) -> tuple[subprocess.Popen[bytes], NodeInfo]:
     path = node_dir(state_dir, node.node_id)
     log_file = path / _NODE_LOG
-    with _new_log(log_file) as log:
-        proc = subprocess.Popen(
-            [*jvm, _MAIN_CLASS, str(config)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C in the shell that started it must not kill it
-        )  # fmt: skip
+    proc = processes.launch([*jvm, _MAIN_CLASS, str(config)], log_file)
     info = NodeInfo(
         node_id=node.node_id,
         pid=proc.pid,
