@@ -27,7 +27,8 @@ from logstore_cli.errors import InvalidInputError
 from logstore_cli.ingest import plan
 
 if TYPE_CHECKING:
-    from logstore_cli.jobs.ingest import EpochReport, IngestJob, RunSummary
+    from logstore_cli.ingest.epoch import EpochReport
+    from logstore_cli.jobs.ingest import IngestJob, RunSummary
 
 SOURCE_PANEL = "Source"
 GENERATE_PANEL = "Generated source (--source generate)"

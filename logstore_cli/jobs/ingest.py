@@ -1,15 +1,10 @@
 """The ingest job: a Spark Structured Streaming query whose ``foreachBatch`` double-writes each
 micro-batch (an *epoch*) to the Kafka log and the Delta table, exactly once (docs/consistency.md).
 
-Per epoch ``(W, N)`` with attempt ``A``:
-
-1. quarantine the malformed records (one file per epoch, rewritten by a retry);
-2. if Delta records ``(W, N)`` as committed (txnAppId/txnVersion), only re-publish the markers of
-   the attempt that committed;
-3. produce the changes from the executors (confluent-kafka, keyed, in key order) and flush;
-4. commit to Delta (MERGE on the key, append without one) with ``txnAppId = W``,
-   ``txnVersion = N`` and the commit metadata: the commit point;
-5. produce a commit marker to every partition from the driver.
+The protocol itself, step by step, is ``logstore_cli/ingest/epoch.py`` (pure); this module gives it
+its ports over Spark and the stores: ``SparkQuarantine`` (malformed records), ``KafkaLogSink``
+(the driver's idempotent producer: records and markers), ``DeltaCommitter`` (MERGE with Delta's
+idempotent-write transaction ids; the commit point), and the lease (``catalog/lease.py``).
 
 The job is the table's one writer (a lease under the table) and names its writer id in the
 checkpoint. A test-only fault hook (``LOGSTORE_FAULT_KILL_AT``) kills the process at a crash point.
@@ -34,6 +29,7 @@ from pyspark.sql.window import Window
 from logstore_cli.catalog import epochs
 from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError
 from logstore_cli.ingest import plan
+from logstore_cli.ingest.epoch import CRASH_POINTS, Committed, EpochProtocol, EpochReport, Produced
 from logstore_cli.interrupt import StopOnCtrlC
 from logstore_cli.logformat.values import (
     ArrayType,
@@ -72,7 +68,6 @@ KILL_AT_ENV = "LOGSTORE_FAULT_KILL_AT"  # test-only: "<point>[:<epoch>]"
 PAUSE_AT_ENV = "LOGSTORE_FAULT_PAUSE_AT"
 PAUSE_FILE_ENV = "LOGSTORE_FAULT_PAUSE_FILE"
 PAUSE_TIMEOUT_S = 600.0
-CRASH_POINTS = ("before-log", "after-log", "after-commit", "after-markers")
 DEFAULT_TRIGGER_S = 2.0
 DEFAULT_LEASE_TTL_S = 60.0
 
@@ -109,44 +104,6 @@ class IngestJob:
     @property
     def checkpoint(self) -> Path:
         return Path(self.paths.checkpoint)
-
-
-@dataclass(frozen=True)
-class EpochReport:
-    """What one epoch did; the CLI renders it (and prints it as a JSON line with --json)."""
-
-    writer: str
-    epoch: int
-    attempt: str
-    rows: int  # good records read
-    log_records: int  # change records produced
-    quarantined: int
-    delta_version: int | None
-    offsets: dict[int, int]  # the topic's end offsets after the epoch's records
-    republished: bool  # already committed by an earlier attempt: only its markers were sent
-    seconds: float
-    phases: dict[str, float] = field(default_factory=dict)  # seconds: read, log, delta, markers
-
-    @property
-    def rows_per_s(self) -> float:
-        return self.rows / self.seconds if self.seconds > 0 else 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "event": "epoch",
-            "writer": self.writer,
-            "epoch": self.epoch,
-            "attempt": self.attempt,
-            "rows": self.rows,
-            "log_records": self.log_records,
-            "quarantined": self.quarantined,
-            "delta_version": self.delta_version,
-            "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
-            "republished": self.republished,
-            "seconds": round(self.seconds, 3),
-            "rows_per_s": round(self.rows_per_s, 1),
-            "phases": {name: round(t, 3) for name, t in self.phases.items()},
-        }
 
 
 @dataclass
@@ -287,119 +244,39 @@ def _arrow_to_python(t: SqlType) -> Callable[[Any], Any] | None:
     return None
 
 
-# -- one epoch ------------------------------------------------------------------------------------
+# -- one epoch: the protocol's ports over a Spark micro-batch -------------------------------------
 
 
 def _name(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-class EpochWriter:
-    """The driver side of the protocol: runs inside ``foreachBatch``, one call per epoch."""
+@dataclass
+class SparkBatch:
+    """One micro-batch as the ports see it: the cached DataFrame, its good records and the
+    names of the arrival fields that order a key's changes."""
 
-    def __init__(
-        self,
-        job: IngestJob,
-        writer: str,
-        lease: Lease,
-        markers: LogProducer | None,
-        admin: KafkaAdmin | None,
-        on_epoch: Callable[[EpochReport], None],
-    ) -> None:
-        self.job = job
-        self.writer = writer
-        self.lease = lease
-        self.markers = markers
-        self.on_epoch = on_epoch
-        self.schema = RowSchema.of(job.table)
-        self.columns = [c.name for c in job.table.columns]
-        self.keys = list(job.table.primary_key)
-        self.log_kinds = frozenset(k.value for k in plan.log_kinds(job.table))
-        # Spark's to_json writes these types exactly as wire format 1 does: it encodes them.
-        self.spark_encodes = all(spark_json_identical(c.type) for c in job.table.columns)
-        self.arrival_fields: list[str] = []
-        self.stop_requested = threading.Event()
-        self.in_flight = threading.Lock()
-        self.failure: BaseException | None = None
-        self.summary = RunSummary(writer)
-        self.admin = admin
+    frame: DataFrame
+    arrival_fields: list[str]
 
-    # foreachBatch entry point: errors are kept for the CLI (Spark would wrap them in a trace).
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        with self.in_flight:
-            if self.stop_requested.is_set():
-                raise EpochStopped("stop requested before the epoch began")
-            try:
-                report = self.run(batch, int(batch_id))
-            except BaseException as exc:
-                self.failure = exc
-                raise
-        self.summary.epochs += 1
-        self.summary.rows += report.rows
-        self.summary.quarantined += report.quarantined
-        self.summary.last = report
-        self.on_epoch(report)
+    @property
+    def good(self) -> DataFrame:
+        return self.frame.filter(F.col(plan.ERROR).isNull())
 
-    def run(self, batch: DataFrame, epoch: int) -> EpochReport:
-        started = time.monotonic()
-        phases: dict[str, float] = {}
-        mark = started
 
-        def phase(name: str) -> None:
-            nonlocal mark
-            now = time.monotonic()
-            phases[name] = phases.get(name, 0.0) + now - mark
-            mark = now
+class SparkQuarantine:
+    """``Quarantine``: the batch's malformed records, one file per writer and epoch."""
 
-        attempt = new_attempt()
-        eid = EpochId(self.writer, epoch, attempt)
-        self.lease.check()
-        batch = batch.persist()
-        self.arrival_fields = list(batch.schema[plan.ARRIVAL].dataType.fieldNames())  # type: ignore[attr-defined]
-        try:
-            quarantined = self._quarantine(batch, epoch)  # reads the source into the cache
-            good = batch.filter(F.col(plan.ERROR).isNull())
-            if self.job.stores.file:
-                done = self._committed(epoch)
-                if done is not None:
-                    self._publish_markers(done.epoch, done.version)
-                    return EpochReport(
-                        self.writer, epoch, done.epoch.attempt, 0, 0, quarantined,
-                        done.version, done.offsets, True, time.monotonic() - started,
-                    )  # fmt: skip
-            phase("read")
-            crash_point("before-log", epoch)
-            rows, produced, offsets = self._produce(good, eid)
-            phase("log")
-            crash_point("after-log", epoch)
-            version = None
-            if self.job.stores.file:
-                # Never commit after another job took the table over, nor on a lease about to run
-                # out (a pause longer than the margin is the gap a lease without fencing leaves).
-                self.lease.check(min_remaining_s=self.job.lease_ttl_s / 3)
-                version = self._commit(good, eid, offsets)
-                if rows is None:
-                    rows = good.count()
-                phase("delta")
-            crash_point("after-commit", epoch)
-            self._publish_markers(eid, version)
-            phase("markers")
-            crash_point("after-markers", epoch)
-            return EpochReport(
-                self.writer, epoch, attempt, rows or 0, produced, quarantined, version, offsets,
-                False, time.monotonic() - started, phases,
-            )  # fmt: skip
-        finally:
-            batch.unpersist()
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
 
-    # step 1: quarantine -------------------------------------------------------------------------
-
-    def _quarantine(self, batch: DataFrame, epoch: int) -> int:
-        bad = batch.filter(F.col(plan.ERROR).isNotNull()).select(plan.ERROR, plan.RAW, plan.ORIGIN)
-        found = bad.collect()
+    def write(self, batch: SparkBatch, writer: str, epoch: int) -> int:
+        frame = batch.frame
+        bad = frame.filter(F.col(plan.ERROR).isNotNull()).select(plan.ERROR, plan.RAW, plan.ORIGIN)
+        found = bad.collect()  # reads the source into the cache
         # Named by writer and epoch: a retry rewrites its own file, a new writer (a deleted
         # checkpoint restarts at epoch 0) never overwrites an old one.
-        target = Path(self.job.paths.quarantine) / f"{self.writer}-epoch-{epoch:020d}.jsonl"
+        target = self.directory / f"{writer}-epoch-{epoch:020d}.jsonl"
         if not found:
             return 0
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -410,7 +287,7 @@ class EpochWriter:
                     "reason": reason,
                     "raw": raw,
                     "source": origin,
-                    "writer": self.writer,
+                    "writer": writer,
                     "epoch": epoch,
                 }
                 fh.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -419,69 +296,71 @@ class EpochWriter:
         os.replace(tmp, target)  # a retried epoch rewrites the same file: counted once
         return len(found)
 
-    # step 2: already committed? ------------------------------------------------------------------
 
-    def _committed(self, epoch: int) -> epochs.EpochCommit | None:
-        done = epochs.committed_version(self.job.table_path, self.writer)
-        if done is None or done < epoch:
-            return None
-        found = epochs.find_epoch_commit(self.job.table_path, self.writer, epoch)
-        if found is None:
-            raise LogstoreError(
-                f"Delta records epoch {epoch} of writer {self.writer} as committed, but its "
-                "commit is no longer in the Delta log",
-                hint="the commit files were cleaned up (log retention); delete the job's "
-                "checkpoint to start the job over with a new writer id",
-            )
-        return found
+class KafkaLogSink:
+    """``LogSink``: the driver's idempotent producer.
 
-    # step 3: the log ---------------------------------------------------------------------------
+    Spark encodes and collects the epoch's records (as Arrow); the driver sorts them (sequence,
+    then arrival: a key's order) and produces them with one idempotent producer, so a retried
+    Spark task can never send a record twice and every delivery is reported."""
 
-    def _produce(self, good: DataFrame, eid: EpochId) -> tuple[int | None, int, dict[int, int]]:
-        """(rows read, records produced, end offsets); no log: (None, 0, {}).
+    def __init__(
+        self, table: TableSpec, producer: LogProducer, admin: KafkaAdmin, topic: str
+    ) -> None:
+        self.producer = producer
+        self.admin = admin
+        self.topic = topic
+        self.schema = RowSchema.of(table)
+        self.columns = [c.name for c in table.columns]
+        self.keys = list(table.primary_key)
+        self.upsert = plan.upsert_kind(table).value
+        self.log_kinds = frozenset(k.value for k in plan.log_kinds(table))
+        # Spark's to_json writes these types exactly as wire format 1 does: it encodes them.
+        self.spark_encodes = all(spark_json_identical(c.type) for c in table.columns)
 
-        Spark encodes and collects the epoch's records (as Arrow); the driver sorts them (sequence,
-        then arrival: a key's order) and produces them with one idempotent producer, so a
-        retried Spark task can never send a record twice and every delivery is reported.
-        """
-        if not self.job.stores.log or self.job.kafka is None or self.markers is None:
-            return None, 0, {}
+    def produce(self, batch: SparkBatch, eid: EpochId) -> Produced:
         import pyarrow.compute as pc
 
-        table = self._log_frame(good).toArrow()
-        arrival = [f"a{i}" for i in range(len(self.arrival_fields))]
+        table = self._log_frame(batch).toArrow()
+        arrival = [f"a{i}" for i in range(len(batch.arrival_fields))]
         sort_keys = [("seq", "ascending", "at_start")]
         sort_keys += [(a, "ascending", "at_start") for a in arrival]
         order = pc.sort_indices(table, sort_keys=sort_keys)
         table = table.take(order)
         kinds = table.column("kind").to_pylist()
         keys, values = self._encoded(table)
-        headers = {kind: self.encoder(eid).headers(RowKind(kind)) for kind in self.log_kinds}
-        send = self.markers.send
+        headers = {
+            kind: EpochEncoder(self.schema, eid).headers(RowKind(kind)) for kind in self.log_kinds
+        }
+        send = self.producer.send
         produced = 0
         for key, value, kind in zip(keys, values, kinds, strict=True):
             if kind in headers:  # a kind the changelog mode leaves out (upsert: -U) is not sent
                 send(key, value, headers[kind])
                 produced += 1
-        delivered = self.markers.flush()
-        offsets = self._end_offsets()
+        delivered = self.producer.flush()
+        # Exact, as the lease keeps other writers out.
+        offsets = self.admin.end_offsets(self.topic)
         for partition, end in delivered.items():
             if offsets.get(partition, 0) < end:
                 raise BrokerError(
-                    f"partition {partition} of topic {self.job.kafka.topic} ends at "
+                    f"partition {partition} of topic {self.topic} ends at "
                     f"{offsets.get(partition)} although a record was delivered at {end - 1}",
                     hint="something else deletes records of the topic; check its retention",
                 )
-        return table.num_rows, produced, offsets
+        return Produced(table.num_rows, produced, offsets)
 
-    def encoder(self, eid: EpochId) -> EpochEncoder:
-        return EpochEncoder(self.schema, eid)
+    def publish_markers(self, marker: CommitMarker) -> None:
+        _, value, headers = encode_marker(marker)
+        for partition in range(self.producer.partition_count()):
+            self.producer.send(None, value, headers, partition=partition)
+        self.producer.flush()
 
-    def _log_frame(self, good: DataFrame) -> DataFrame:
+    def _log_frame(self, batch: SparkBatch) -> DataFrame:
         """The epoch's records for the log: the key and value bytes (Spark's ``to_json`` where it
         writes wire format 1 byte for byte, else the columns for Python to encode), the kind,
         and the sequence and arrival fields to order them by."""
-        kind = F.coalesce(F.col(plan.KIND), F.lit(plan.upsert_kind(self.job.table).value))
+        kind = F.coalesce(F.col(plan.KIND), F.lit(self.upsert))
         if self.spark_encodes:
             opts = {"ignoreNullFields": "false"}
             key = (
@@ -495,9 +374,11 @@ class EpochWriter:
             payload = [F.col(_name(c)).alias(f"c{i}") for i, c in enumerate(self.columns)]
         arrival = [
             F.col(plan.ARRIVAL).getField(name).alias(f"a{i}")
-            for i, name in enumerate(self.arrival_fields)
+            for i, name in enumerate(batch.arrival_fields)
         ]
-        return good.select(*payload, kind.alias("kind"), F.col(plan.SEQ).alias("seq"), *arrival)
+        return batch.good.select(
+            *payload, kind.alias("kind"), F.col(plan.SEQ).alias("seq"), *arrival
+        )
 
     def _encoded(self, table: Any) -> tuple[list[bytes | None], list[bytes]]:
         if self.spark_encodes:
@@ -507,23 +388,53 @@ class EpochWriter:
             values = table.column(f"c{i}").to_pylist()
             fix = _arrow_to_python(self.schema.type_of(name))
             columns.append([fix(v) for v in values] if fix else values)
-        encoder = self.encoder(EpochId("-", 0, "-"))  # headers unused here
+        encoder = EpochEncoder(self.schema, EpochId("-", 0, "-"))  # headers unused here
         key, value = encoder.key, encoder.value
         rows = list(zip(*columns, strict=True)) if columns else []
         return [key(r) for r in rows], [value(r) for r in rows]
 
-    def _end_offsets(self) -> dict[int, int]:
-        """The topic's end offsets after the flush: exact, as the lease keeps other writers out."""
-        assert self.admin is not None and self.job.kafka is not None
-        return self.admin.end_offsets(self.job.kafka.topic)
 
-    # step 4: Delta -----------------------------------------------------------------------------
+def _committed(commit: epochs.EpochCommit) -> Committed:
+    return Committed(commit.epoch, commit.version, commit.offsets)
 
-    def _commit(self, good: DataFrame, eid: EpochId, offsets: dict[int, int]) -> int:
+
+class DeltaCommitter:
+    """``TableCommitter``: the Delta table, read through its log, written with MERGE (append
+    without a key) and Delta's idempotent-write transaction ids."""
+
+    def __init__(self, table: TableSpec, path: Path) -> None:
+        self.path = path
+        self.columns = [c.name for c in table.columns]
+        self.keys = list(table.primary_key)
+        self.log_kinds = frozenset(k.value for k in plan.log_kinds(table))
+
+    def committed(self, writer: str, epoch: int) -> Committed | None:
+        done = epochs.committed_version(self.path, writer)
+        if done is None or done < epoch:
+            return None
+        found = epochs.find_epoch_commit(self.path, writer, epoch)
+        if found is None:
+            raise LogstoreError(
+                f"Delta records epoch {epoch} of writer {writer} as committed, but its "
+                "commit is no longer in the Delta log",
+                hint="the commit files were cleaned up (log retention); delete the job's "
+                "checkpoint to start the job over with a new writer id",
+            )
+        return _committed(found)
+
+    def latest(self) -> Committed | None:
+        found = epochs.latest_epoch_commit(self.path)
+        return None if found is None else _committed(found)
+
+    def count(self, batch: SparkBatch) -> int:
+        return batch.good.count()
+
+    def commit(self, batch: SparkBatch, eid: EpochId, offsets: Mapping[int, int]) -> int:
         """Commit the epoch to Delta, idempotently; returns the version it committed as."""
         from delta.tables import DeltaTable
 
-        path = str(self.job.table_path)
+        good = batch.good
+        path = str(self.path)
         meta = commit_metadata(eid, offsets)
         session: SparkSession = good.sparkSession  # the foreachBatch clone: see design.md §8
         if not self.keys:
@@ -588,8 +499,8 @@ class EpochWriter:
         return self._committed_as(eid)
 
     def _committed_as(self, eid: EpochId) -> int:
-        for version in epochs.commit_versions(self.job.table_path)[:20]:
-            found = epochs.epoch_of(self.job.table_path, version)
+        for version in epochs.commit_versions(self.path)[:20]:
+            found = epochs.epoch_of(self.path, version)
             if found is not None and found.epoch == eid:
                 return version
         raise LogstoreError(
@@ -598,15 +509,72 @@ class EpochWriter:
             hint="another process is committing to the table; stop it and restart the job",
         )
 
-    # step 5: markers ----------------------------------------------------------------------------
 
-    def _publish_markers(self, eid: EpochId, version: int | None) -> None:
-        if self.markers is None or not self.job.stores.log:
-            return
-        _, value, headers = encode_marker(CommitMarker(eid, version))
-        for partition in range(self.markers.partition_count()):
-            self.markers.send(None, value, headers, partition=partition)
-        self.markers.flush()
+class EpochWriter:
+    """The ``foreachBatch`` callback: one call per epoch, run through ``EpochProtocol``."""
+
+    def __init__(
+        self,
+        job: IngestJob,
+        protocol: EpochProtocol[SparkBatch],
+        on_epoch: Callable[[EpochReport], None],
+    ) -> None:
+        self.job = job
+        self.writer = protocol.writer
+        self.protocol = protocol
+        self.on_epoch = on_epoch
+        self.stop_requested = threading.Event()
+        self.in_flight = threading.Lock()
+        self.failure: BaseException | None = None
+        self.summary = RunSummary(self.writer)
+
+    # foreachBatch entry point: errors are kept for the CLI (Spark would wrap them in a trace).
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        with self.in_flight:
+            if self.stop_requested.is_set():
+                raise EpochStopped("stop requested before the epoch began")
+            try:
+                report = self.run(batch, int(batch_id))
+            except BaseException as exc:
+                self.failure = exc
+                raise
+        self.summary.epochs += 1
+        self.summary.rows += report.rows
+        self.summary.quarantined += report.quarantined
+        self.summary.last = report
+        self.on_epoch(report)
+
+    def run(self, batch: DataFrame, epoch: int) -> EpochReport:
+        frame = batch.persist()
+        try:
+            arrival = list(frame.schema[plan.ARRIVAL].dataType.fieldNames())  # type: ignore[attr-defined]
+            return self.protocol.run(epoch, SparkBatch(frame, arrival))
+        finally:
+            frame.unpersist()
+
+
+def protocol_for(
+    job: IngestJob,
+    writer: str,
+    lease: Lease,
+    producer: LogProducer | None,
+    admin: KafkaAdmin | None,
+) -> EpochProtocol[SparkBatch]:
+    """The job's protocol over the Spark, Kafka and Delta ports its stores need."""
+    log = None
+    if job.stores.log and job.kafka is not None and producer is not None and admin is not None:
+        log = KafkaLogSink(job.table, producer, admin, job.kafka.topic)
+    table = DeltaCommitter(job.table, job.table_path) if job.stores.file else None
+    return EpochProtocol(
+        writer,
+        log=log,
+        table=table,
+        quarantine=SparkQuarantine(Path(job.paths.quarantine)),
+        lease=lease,
+        commit_margin_s=job.lease_ttl_s / 3,
+        new_attempt=new_attempt,
+        crash_point=crash_point,
+    )
 
 
 # -- the query ------------------------------------------------------------------------------------
@@ -628,20 +596,6 @@ def acquire_lease(job: IngestJob) -> Lease:
     from logstore_cli.catalog.lease import Lease
 
     return Lease.acquire(job.table_path, job.paths.job, job.lease_ttl_s, table=job.table.name)
-
-
-def republish_latest_markers(table_path: Path, markers: LogProducer | None) -> None:
-    """The start-up rule (docs/consistency.md): before producing, re-publish the markers of the
-    table's latest epoch commit, whichever writer made it, so that no marker comes late."""
-    if markers is None:
-        return
-    latest = epochs.latest_epoch_commit(table_path)
-    if latest is None:
-        return
-    _, value, headers = encode_marker(CommitMarker(latest.epoch, latest.version))
-    for partition in range(markers.partition_count()):
-        markers.send(None, value, headers, partition=partition)
-    markers.flush()
 
 
 GENERATE_ONCE_BATCH = 20_000  # changes per epoch of 'generate --once' (maxChangesPerBatch)
@@ -728,9 +682,9 @@ def start(
             )  # fmt: skip
             closers.insert(0, markers.close)
             markers.partition_count()  # the topic exists and the brokers answer, before Spark
-            if job.stores.file:
-                republish_latest_markers(job.table_path, markers)
-        epoch_writer = EpochWriter(job, writer, lease, markers, admin, on_epoch)
+        protocol = protocol_for(job, writer, lease, markers, admin)
+        protocol.start()  # the start-up rule, before the query can produce anything
+        epoch_writer = EpochWriter(job, protocol, on_epoch)
         writer_stream = (
             stream.writeStream.queryName(f"logstore-ingest-{job.paths.job}")
             .option("checkpointLocation", str(job.checkpoint))

@@ -12,7 +12,7 @@ import pytest
 
 from logstore_cli.cli.ingest import Progress
 from logstore_cli.cli.output import Output
-from logstore_cli.jobs.ingest import EpochReport
+from logstore_cli.ingest.epoch import EpochReport
 
 
 def progress() -> Progress:

@@ -374,3 +374,21 @@ def test_a_marker_naming_a_version_that_is_no_epoch_is_a_protocol_note(table: Ta
         "protocol: a marker of epoch 0 of writer w3 names Delta version 0, which holds no ingest "
         "epoch"
     ]
+
+
+def test_markers_naming_another_attempt_than_delta_committed_are_a_protocol_note(
+    table: Table,
+) -> None:
+    log = MemLog()
+    retry = EpochId("w1", 0, "a-retry")
+    log.change(0, retry, 1)
+    version = table.commit(retry, log.ends(), rows((1, "a")))
+    log.marker(retry, version)
+    # A marker for the same epoch and version naming an attempt Delta did not commit (a broken
+    # or forged writer); its records are not Delta's.
+    log.marker(EpochId("w1", 0, "a-other"), version, partitions=[1])
+    d = table.verify(log).to_json()
+    assert (
+        "protocol: markers of epoch 0 of writer w1 name attempts [a-other, a-retry], Delta "
+        "committed a-retry" in d["notes"]
+    ), d["notes"]

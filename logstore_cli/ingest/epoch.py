@@ -1,0 +1,272 @@
+"""The write protocol of an ingest job, as plain Python: read this to learn how an epoch is written.
+
+An ingest job writes each micro-batch (an *epoch* ``N`` of writer ``W``, run as attempt ``A``) to two
+stores: the Kafka log and the Delta table (docs/consistency.md §3). The steps, in this order:
+
+0. at start-up, before anything is produced: re-publish the commit markers of the table's latest
+   epoch commit, whichever writer made it (a job killed between its Delta commit and its markers
+   would otherwise leave that epoch unreleased for ever if no job of its own ever runs again);
+1. check the lease (the table's one writer); quarantine the epoch's malformed records;
+2. if Delta already records ``(W, N)`` as committed (an earlier attempt committed and then died),
+   write nothing: re-publish the markers of the attempt that committed, and stop there;
+3. produce the epoch's changes to the log, flushed, and learn the topic's end offsets;
+4. check the lease again, with a margin, right before the commit (a job that lost its table to
+   another writer while it produced must not commit), then commit to Delta with ``(W, N, A)`` and
+   the end offsets: **the commit point**;
+5. publish a commit marker ``(W, N, A, version)`` to every partition, flushed.
+
+The stores are *ports*: ``LogSink``, ``TableCommitter``, ``Quarantine`` and ``LeaseGuard``. The
+Spark job (``jobs/ingest.py``) implements them over a Spark DataFrame and the tests over lists
+(``tests/unit/ingest/test_epoch.py``); the protocol never sees the batch (type ``B``): it hands it to
+the ports. No I/O here, no pyspark, no Kafka client.
+
+Crash points (``before-log``, ``after-log``, ``after-commit``, ``after-markers``) are where a
+test-only hook may kill the process; they are named here so that the protocol says where a crash
+can land, and docs/consistency.md §6 says what each one leaves behind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from logstore_cli.errors import LogstoreError
+from logstore_cli.logformat.wire import CommitMarker, EpochId
+
+CRASH_POINTS = ("before-log", "after-log", "after-commit", "after-markers")
+
+B = TypeVar("B")
+B_contra = TypeVar("B_contra", contravariant=True)
+
+
+# -- what the ports answer -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Produced:
+    """An epoch's records in the log: every delivery confirmed (acks=all, flushed)."""
+
+    rows: int  # good records of the epoch (including kinds the changelog mode leaves out)
+    records: int  # change records produced
+    offsets: dict[int, int]  # the topic's end offset per partition after them
+
+
+@dataclass(frozen=True)
+class Committed:
+    """An epoch commit the Delta log records: which attempt committed, as which version, and the
+    topic's end offsets it recorded."""
+
+    epoch: EpochId
+    version: int
+    offsets: dict[int, int]
+
+
+# -- the ports -------------------------------------------------------------------------------------
+
+
+class LogSink(Protocol[B_contra]):
+    def produce(self, batch: B_contra, eid: EpochId) -> Produced:
+        """Send every change of ``batch`` with ``eid``'s headers, keyed, in each key's order; flush
+        and wait for every delivery; return the end offsets after them."""
+        ...
+
+    def publish_markers(self, marker: CommitMarker) -> None:
+        """Send ``marker`` to every partition of the topic and flush."""
+        ...
+
+
+class TableCommitter(Protocol[B_contra]):
+    def committed(self, writer: str, epoch: int) -> Committed | None:
+        """The commit of ``(writer, epoch)`` if Delta records it (its txnVersion for the writer is at
+        or past ``epoch``); an error when Delta records it but the commit is gone."""
+        ...
+
+    def latest(self) -> Committed | None:
+        """The table's newest epoch commit, whichever writer made it."""
+        ...
+
+    def commit(self, batch: B_contra, eid: EpochId, offsets: Mapping[int, int]) -> int:
+        """Commit ``batch`` idempotently as ``(eid.writer, eid.epoch)`` with ``eid`` and ``offsets``
+        in the commit metadata; the version it committed as."""
+        ...
+
+    def count(self, batch: B_contra) -> int:
+        """The good records of ``batch`` (when no log counted them)."""
+        ...
+
+
+class Quarantine(Protocol[B_contra]):
+    def write(self, batch: B_contra, writer: str, epoch: int) -> int:
+        """Keep the malformed records of ``batch`` (a retry of the epoch rewrites the same file);
+        how many there were."""
+        ...
+
+
+class LeaseGuard(Protocol):
+    def check(self, min_remaining_s: float = 0.0) -> None:
+        """Raise (LeaseLostError) unless the table's lease is still ours with more than
+        ``min_remaining_s`` seconds left."""
+        ...
+
+
+def _no_crash(point: str, epoch: int) -> None:
+    return None
+
+
+# -- what an epoch did -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EpochReport:
+    """What one epoch did; the CLI renders it (and prints it as a JSON line with --json)."""
+
+    writer: str
+    epoch: int
+    attempt: str
+    rows: int  # good records read
+    log_records: int  # change records produced
+    quarantined: int
+    delta_version: int | None
+    offsets: dict[int, int]  # the topic's end offsets after the epoch's records
+    republished: bool  # already committed by an earlier attempt: only its markers were sent
+    seconds: float
+    phases: dict[str, float] = field(default_factory=dict)  # seconds: read, log, delta, markers
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": "epoch",
+            "writer": self.writer,
+            "epoch": self.epoch,
+            "attempt": self.attempt,
+            "rows": self.rows,
+            "log_records": self.log_records,
+            "quarantined": self.quarantined,
+            "delta_version": self.delta_version,
+            "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
+            "republished": self.republished,
+            "seconds": round(self.seconds, 3),
+            "rows_per_s": round(self.rows_per_s, 1),
+            "phases": {name: round(t, 3) for name, t in self.phases.items()},
+        }
+
+
+# -- the protocol ----------------------------------------------------------------------------------
+
+
+class EpochProtocol(Generic[B]):
+    """Writer ``writer``'s protocol over its ports. ``log`` is None when the job writes no log
+    (``--emit file``), ``table`` None when it writes no Delta (``--emit log``).
+
+    ``commit_margin_s``: the lease must have more than this left at the commit (a pause longer
+    than the margin is the gap a lease without fencing leaves). ``new_attempt`` makes attempt ids:
+    a new one for every execution of an epoch.
+    """
+
+    def __init__(
+        self,
+        writer: str,
+        *,
+        log: LogSink[B] | None,
+        table: TableCommitter[B] | None,
+        quarantine: Quarantine[B],
+        lease: LeaseGuard,
+        commit_margin_s: float,
+        new_attempt: Callable[[], str],
+        crash_point: Callable[[str, int], None] = _no_crash,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if log is None and table is None:
+            raise ValueError("an ingest job writes the log, the table or both")
+        self.writer = writer
+        self.log = log
+        self.table = table
+        self.quarantine = quarantine
+        self.lease = lease
+        self.commit_margin_s = commit_margin_s
+        self.new_attempt = new_attempt
+        self.crash_point = crash_point
+        self.clock = clock
+        self._last_attempt: str | None = None
+        self._started = False
+
+    def start(self) -> Committed | None:
+        """Step 0, the start-up rule: re-publish the markers of the table's latest epoch commit,
+        whichever writer made it, before this job produces anything. Returns that commit."""
+        self._started = True
+        if self.log is None or self.table is None:
+            return None  # no markers to repair: nothing committed with markers, or no commits
+        latest = self.table.latest()
+        if latest is not None:
+            self.log.publish_markers(CommitMarker(latest.epoch, latest.version))
+        return latest
+
+    def run(self, epoch: int, batch: B) -> EpochReport:
+        """Steps 1-5 for epoch ``epoch`` (Spark's batch id) of ``batch``."""
+        if not self._started:
+            raise LogstoreError("an epoch ran before the job's start-up step (EpochProtocol.start)")
+        started = mark = self.clock()
+        phases: dict[str, float] = {}
+
+        def phase(name: str) -> None:
+            nonlocal mark
+            now = self.clock()
+            phases[name] = phases.get(name, 0.0) + now - mark
+            mark = now
+
+        eid = EpochId(self.writer, epoch, self._attempt())
+        self.lease.check()
+        quarantined = self.quarantine.write(batch, self.writer, epoch)
+        if self.table is not None:
+            done = self.table.committed(self.writer, epoch)
+            if done is not None:
+                if done.epoch.writer != self.writer or done.epoch.epoch != epoch:
+                    raise LogstoreError(
+                        f"asked for the commit of epoch {epoch} of writer {self.writer}, the "
+                        f"table answered epoch {done.epoch.epoch} of writer {done.epoch.writer}"
+                    )
+                self._publish(CommitMarker(done.epoch, done.version))
+                return EpochReport(
+                    self.writer, epoch, done.epoch.attempt, 0, 0, quarantined, done.version,
+                    dict(done.offsets), True, self.clock() - started,
+                )  # fmt: skip
+        phase("read")
+        self.crash_point("before-log", epoch)
+        produced = self.log.produce(batch, eid) if self.log is not None else None
+        phase("log")
+        self.crash_point("after-log", epoch)
+        offsets = dict(produced.offsets) if produced is not None else {}
+        version = None
+        rows = produced.rows if produced is not None else 0
+        if self.table is not None:
+            self.lease.check(self.commit_margin_s)
+            version = self.table.commit(batch, eid, offsets)
+            if produced is None:
+                rows = self.table.count(batch)
+            phase("delta")
+        self.crash_point("after-commit", epoch)
+        self._publish(CommitMarker(eid, version))
+        phase("markers")
+        self.crash_point("after-markers", epoch)
+        return EpochReport(
+            self.writer, epoch, eid.attempt, rows, produced.records if produced else 0,
+            quarantined, version, offsets, False, self.clock() - started, phases,
+        )  # fmt: skip
+
+    def _attempt(self) -> str:
+        """A new attempt id: a retry of an epoch with an old attempt's id would let a reader
+        release the failed attempt's records with the retry's marker."""
+        attempt = self.new_attempt()
+        if attempt == self._last_attempt:
+            raise LogstoreError(f"the attempt id {attempt} was made twice")
+        self._last_attempt = attempt
+        return attempt
+
+    def _publish(self, marker: CommitMarker) -> None:
+        if self.log is not None:
+            self.log.publish_markers(marker)

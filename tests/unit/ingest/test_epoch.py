@@ -1,0 +1,515 @@
+"""The write protocol (``ingest/epoch.py``) over in-memory stores: every step, its order, the
+start-up rule, the lease checks, crashes at every point and restarts as the same or another job.
+
+The fakes keep one event list, so a test can assert the order of the steps across the stores
+(a marker is never sent before its commit, the lease is checked right before the commit). A
+"crash" is an exception raised at a crash point: the protocol instance is then dropped, as a killed
+process would be, and a new one is made over the same stores (what survives a crash: the log and
+the table; what does not: the protocol's memory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from logstore_cli.catalog.lease import LeaseLostError
+from logstore_cli.errors import LogstoreError
+from logstore_cli.ingest.epoch import (
+    CRASH_POINTS,
+    Committed,
+    EpochProtocol,
+    EpochReport,
+    Produced,
+)
+from logstore_cli.logformat.wire import CommitMarker, EpochId
+
+PARTITIONS = 2
+
+
+@dataclass(frozen=True)
+class Batch:
+    """An epoch's input: good rows (key, value) and malformed ones."""
+
+    rows: tuple[tuple[int, str], ...]
+    bad: int = 0
+
+
+@dataclass
+class World:
+    """What outlives a process: the topic, the Delta log, the quarantine files, and the order
+    in which things happened."""
+
+    events: list[tuple[Any, ...]] = field(default_factory=list)
+    topic: dict[int, list[tuple[str, Any]]] = field(
+        default_factory=lambda: {p: [] for p in range(PARTITIONS)}
+    )
+    commits: list[Committed] = field(default_factory=list)  # version = index + 1 (0: create)
+    data: dict[int, str] = field(default_factory=dict)  # the table's rows
+    txn: dict[str, int] = field(default_factory=dict)  # Delta's txnAppId -> txnVersion
+    quarantined: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def ends(self) -> dict[int, int]:
+        return {p: len(items) for p, items in self.topic.items()}
+
+    def markers(self) -> list[CommitMarker]:
+        return [m for items in self.topic.values() for kind, m in items if kind == "marker"]
+
+    def markers_of(self, eid: EpochId) -> set[tuple[int, int | None]]:
+        """(partition, version) of every marker naming ``eid``."""
+        return {
+            (p, m.delta_version)
+            for p, items in self.topic.items()
+            for kind, m in items
+            if kind == "marker" and m.epoch == eid
+        }
+
+
+class FakeLog:
+    def __init__(self, world: World, fail: BaseException | None = None) -> None:
+        self.world = world
+        self.fail = fail
+        self.during_produce: list[Any] = []  # callables run while producing (e.g. a takeover)
+
+    def produce(self, batch: Batch, eid: EpochId) -> Produced:
+        self.world.events.append(("produce", eid))
+        for action in self.during_produce:
+            action()
+        if self.fail is not None:
+            raise self.fail
+        for key, value in batch.rows:
+            self.world.topic[key % PARTITIONS].append(("record", (eid, key, value)))
+        return Produced(len(batch.rows), len(batch.rows), self.world.ends())
+
+    def publish_markers(self, marker: CommitMarker) -> None:
+        self.world.events.append(("markers", marker))
+        for p in range(PARTITIONS):
+            self.world.topic[p].append(("marker", marker))
+
+
+class FakeTable:
+    """Delta as the protocol relies on it: idempotent per (txnAppId, txnVersion)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def committed(self, writer: str, epoch: int) -> Committed | None:
+        self.world.events.append(("committed?", writer, epoch))
+        if self.world.txn.get(writer, -1) < epoch:
+            return None
+        found = [
+            c for c in self.world.commits if (c.epoch.writer, c.epoch.epoch) == (writer, epoch)
+        ]
+        assert found, "the fake's txn and commits disagree"
+        return found[0]
+
+    def latest(self) -> Committed | None:
+        return self.world.commits[-1] if self.world.commits else None
+
+    def commit(self, batch: Batch, eid: EpochId, offsets: Mapping[int, int]) -> int:
+        self.world.events.append(("commit", eid, dict(offsets)))
+        if self.world.txn.get(eid.writer, -1) >= eid.epoch:
+            raise LogstoreError("Delta skipped the epoch as already written")
+        self.world.txn[eid.writer] = eid.epoch
+        self.world.data.update(batch.rows)
+        version = len(self.world.commits) + 1
+        self.world.commits.append(Committed(eid, version, dict(offsets)))
+        return version
+
+    def count(self, batch: Batch) -> int:
+        return len(batch.rows)
+
+
+class FakeQuarantine:
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def write(self, batch: Batch, writer: str, epoch: int) -> int:
+        self.world.events.append(("quarantine", writer, epoch))
+        self.world.quarantined[(writer, epoch)] = batch.bad  # a retry rewrites the same file
+        return batch.bad
+
+
+class FakeLease:
+    """A lease with ``remaining`` seconds; ``lose()`` is another job taking the table over."""
+
+    def __init__(self, world: World, remaining: float = 60.0) -> None:
+        self.world = world
+        self.remaining = remaining
+        self.lost = False
+
+    def lose(self) -> None:
+        self.lost = True
+
+    def check(self, min_remaining_s: float = 0.0) -> None:
+        self.world.events.append(("lease", min_remaining_s))
+        if self.lost:
+            raise LeaseLostError("the lease of table db.t is held by job other")
+        if self.remaining <= min_remaining_s:
+            raise LeaseLostError("the lease of table db.t is about to expire")
+
+
+class Crash(BaseException):
+    """The process died here (BaseException: nothing in the protocol may catch it)."""
+
+
+def crash_at(point: str, epoch: int | None = None) -> Any:
+    def hook(at: str, n: int) -> None:
+        if at == point and (epoch is None or n == epoch):
+            raise Crash(f"{at}:{n}")
+
+    return hook
+
+
+_attempts = (f"a-{i:04d}" for i in itertools.count())
+
+
+def make(
+    world: World,
+    writer: str = "w-1",
+    *,
+    log: bool = True,
+    table: bool = True,
+    lease: FakeLease | None = None,
+    crash: Any = None,
+    attempts: Iterator[str] = _attempts,
+    margin: float = 20.0,
+    start: bool = True,
+) -> tuple[EpochProtocol[Batch], FakeLease]:
+    lease = lease or FakeLease(world)
+    protocol: EpochProtocol[Batch] = EpochProtocol(
+        writer,
+        log=FakeLog(world) if log else None,
+        table=FakeTable(world) if table else None,
+        quarantine=FakeQuarantine(world),
+        lease=lease,
+        commit_margin_s=margin,
+        new_attempt=lambda: next(attempts),
+        crash_point=crash or (lambda point, epoch: None),
+        clock=itertools.count().__next__,  # a clock that moves on every reading
+    )
+    if start:
+        protocol.start()
+    return protocol, lease
+
+
+def batch(*keys: int, value: str = "v", bad: int = 0) -> Batch:
+    return Batch(tuple((k, f"{value}{k}") for k in keys), bad)
+
+
+def assert_consistent(world: World) -> None:
+    """The protocol's invariants over what a run left behind: every commit's markers are in every
+    partition, naming the attempt that committed and its version; no marker names an attempt Delta
+    did not commit (for a writer and epoch it committed); each (writer, epoch) committed once."""
+    keys = [(c.epoch.writer, c.epoch.epoch) for c in world.commits]
+    assert len(keys) == len(set(keys)), keys
+    committed = {(c.epoch.writer, c.epoch.epoch): c for c in world.commits}
+    for c in world.commits:
+        assert world.markers_of(c.epoch) == {(p, c.version) for p in range(PARTITIONS)}, c
+    for m in world.markers():
+        c = committed.get((m.epoch.writer, m.epoch.epoch))
+        if c is not None:
+            assert m.epoch == c.epoch and m.delta_version == c.version, m
+
+
+def steps(world: World) -> list[str]:
+    return [e[0] for e in world.events]
+
+
+# -- one epoch ---------------------------------------------------------------------------------
+
+
+def test_an_epoch_runs_its_steps_in_order_and_commits_what_it_produced() -> None:
+    world = World()
+    protocol, _ = make(world, margin=20.0)
+    report = protocol.run(0, batch(1, 2, 3, bad=2))
+
+    assert steps(world) == [
+        "lease",
+        "quarantine",
+        "committed?",
+        "produce",
+        "lease",
+        "commit",
+        "markers",
+    ]
+    assert world.events[0] == ("lease", 0.0)
+    assert world.events[4] == ("lease", 20.0)  # right before the commit, with the margin
+    produced = world.events[3][1]
+    assert produced == EpochId("w-1", 0, report.attempt)
+    # The commit names the same attempt and the offsets after the epoch's records.
+    assert world.events[5] == ("commit", produced, {0: 1, 1: 2})
+    assert world.events[6] == ("markers", CommitMarker(produced, 1))
+    assert report == EpochReport(
+        "w-1", 0, report.attempt, 3, 3, 2, 1, {0: 1, 1: 2}, False, report.seconds, report.phases
+    )
+    assert set(report.phases) == {"read", "log", "delta", "markers"}
+    assert world.data == {1: "v1", 2: "v2", 3: "v3"}
+    assert world.quarantined == {("w-1", 0): 2}
+    assert_consistent(world)
+
+
+def test_consecutive_epochs_carry_their_own_numbers_and_new_attempts() -> None:
+    world = World()
+    protocol, _ = make(world)
+    reports = [protocol.run(n, batch(n)) for n in range(4)]
+    assert [c.epoch.epoch for c in world.commits] == [0, 1, 2, 3]
+    assert [c.epoch.attempt for c in world.commits] == [r.attempt for r in reports]
+    assert len({r.attempt for r in reports}) == 4
+    assert [r.delta_version for r in reports] == [1, 2, 3, 4]
+    assert world.txn == {"w-1": 3}
+    assert_consistent(world)
+
+
+def test_no_marker_is_sent_before_its_commit() -> None:
+    world = World()
+    protocol, _ = make(world)
+    for n in range(3):
+        protocol.run(n, batch(n, n + 10))
+    committed_at: dict[EpochId, int] = {}
+    for i, event in enumerate(world.events):
+        if event[0] == "commit":
+            committed_at[event[1]] = i
+        if event[0] == "markers":
+            eid = event[1].epoch
+            assert eid in committed_at and committed_at[eid] < i, (eid, world.events)
+
+
+def test_a_repeated_attempt_id_is_refused() -> None:
+    world = World()
+    protocol, _ = make(world, attempts=iter(["a-same", "a-same"]))
+    protocol.run(0, batch(1))
+    with pytest.raises(LogstoreError, match="made twice"):
+        protocol.run(1, batch(2))
+    assert len(world.commits) == 1
+
+
+# -- crashes and restarts --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_a_crash_at_each_point_leaves_what_the_docs_say_and_a_retry_repairs_it(point: str) -> None:
+    world = World()
+    first, _ = make(world, crash=crash_at(point, 1))
+    first.run(0, batch(1, 2))
+    with pytest.raises(Crash):
+        first.run(1, batch(3, 4))
+    killed = (
+        [e[1] for e in world.events if e[0] == "produce"][-1] if point != "before-log" else None
+    )
+    expected = {  # what epoch 1 left: records in the log, a commit, markers (docs/consistency.md §6)
+        "before-log": (False, False, False),
+        "after-log": (True, False, False),
+        "after-commit": (True, True, False),
+        "after-markers": (True, True, True),
+    }[point]
+    has_records = any(
+        kind == "record" and item[0].epoch == 1
+        for items in world.topic.values()
+        for kind, item in items
+    )
+    has_commit = world.txn["w-1"] == 1
+    has_markers = any(m.epoch.epoch == 1 for m in world.markers())
+    assert (has_records, has_commit, has_markers) == expected
+
+    # The same job again (same writer): start-up rule, then Spark re-runs epoch 1.
+    again, _ = make(world, start=False)
+    again.start()
+    retry = again.run(1, batch(3, 4))
+    assert retry.republished == has_commit
+    if has_commit:
+        assert retry.attempt == killed.attempt  # the markers name the attempt that committed
+        assert retry.rows == 0 and retry.log_records == 0
+    else:
+        assert retry.attempt != (killed.attempt if killed else None)
+    assert world.data == {1: "v1", 2: "v2", 3: "v3", 4: "v4"}
+    assert [c.epoch.epoch for c in world.commits] == [0, 1]
+    assert_consistent(world)
+
+
+def test_a_job_killed_after_its_commit_is_repaired_by_a_different_job_at_start_up() -> None:
+    """The start-up rule: W1 commits epoch 0 and dies before its markers; W1 never runs again,
+    W2 starts on the table. W2 must publish W1's markers before producing anything, or W1's
+    committed epoch stays unreleased for every committed reader."""
+    world = World()
+    w1, _ = make(world, "w-1", crash=crash_at("after-commit"))
+    with pytest.raises(Crash):
+        w1.run(0, batch(1, 2))
+    committed = world.commits[0]
+    assert world.markers_of(committed.epoch) == set()
+
+    world.events.clear()
+    w2, _ = make(world, "w-2", start=False)
+    assert w2.start() == committed
+    assert world.markers_of(committed.epoch) == {(p, committed.version) for p in range(PARTITIONS)}
+    w2.run(0, batch(3))
+    assert steps(world).index("markers") < steps(world).index("produce")  # before W2's records
+    assert_consistent(world)
+
+
+def test_an_already_committed_epoch_republishes_when_the_start_up_rule_cannot() -> None:
+    """W1 commits epoch 5 and dies before its markers; a file-only job W2 (``--emit file``: it
+    publishes no markers) then commits an epoch of its own, so the table's latest epoch commit is
+    W2's; W1 restarts: its start-up rule re-publishes W2's commit, so only the re-run of epoch 5
+    (already committed) can publish W1's markers."""
+    world = World()
+    w1, _ = make(world, "w-1", crash=crash_at("after-commit", 5))
+    for n in range(5):
+        w1.run(n, batch(n))
+    with pytest.raises(Crash):
+        w1.run(5, batch(50))
+    lost = world.commits[-1]
+    w2, _ = make(world, "w-2", log=False)
+    w2.run(0, batch(7))
+    assert world.markers_of(lost.epoch) == set()
+
+    w1_again, _ = make(world, "w-1", start=False)
+    w1_again.start()
+    assert world.markers_of(lost.epoch) == set()  # the start-up rule published W2's commit
+    report = w1_again.run(5, batch(50))
+    assert report.republished and report.attempt == lost.epoch.attempt
+    assert report.delta_version == lost.version and report.offsets == lost.offsets
+    assert "produce" not in steps(world)[-3:] and steps(world)[-1] == "markers"
+    assert_consistent(world)
+
+
+def test_start_up_publishes_nothing_on_a_table_without_epochs_or_without_both_stores() -> None:
+    world = World()
+    protocol, _ = make(world, start=False)
+    assert protocol.start() is None and world.events == []
+    protocol.run(0, batch(1))
+    world.events.clear()
+    for stores in ({"log": False}, {"table": False}):
+        assert make(world, "w-2", start=False, **stores)[0].start() is None
+    assert world.events == []
+
+
+# -- the lease ---------------------------------------------------------------------------------
+
+
+def test_a_lease_lost_while_producing_stops_the_epoch_before_its_commit() -> None:
+    world = World()
+    protocol, lease = make(world)
+    log = protocol.log
+    assert isinstance(log, FakeLog)
+    log.during_produce.append(lease.lose)  # another job takes the table over meanwhile
+    with pytest.raises(LeaseLostError):
+        protocol.run(0, batch(1, 2))
+    assert world.commits == [] and world.markers() == [] and world.data == {}
+    assert steps(world)[-1] == "lease"
+
+
+def test_a_lease_lost_before_the_epoch_produces_nothing() -> None:
+    world = World()
+    protocol, lease = make(world)
+    lease.lose()
+    with pytest.raises(LeaseLostError):
+        protocol.run(0, batch(1))
+    assert steps(world) == ["lease"]
+    assert all(items == [] for items in world.topic.values())
+
+
+def test_a_lease_about_to_expire_does_not_commit() -> None:
+    world = World()
+    protocol, _ = make(world, lease=FakeLease(world, remaining=10.0), margin=20.0)
+    with pytest.raises(LeaseLostError, match="about to expire"):
+        protocol.run(0, batch(1))
+    assert world.commits == []
+    assert make(World(), lease=None, margin=5.0)[0].run(0, batch(1)).delta_version == 1
+
+
+# -- emit modes --------------------------------------------------------------------------------
+
+
+def test_log_only_markers_carry_no_version_and_nothing_touches_delta() -> None:
+    world = World()
+    protocol, _ = make(world, table=False)
+    report = protocol.run(0, batch(1, 2))
+    assert steps(world) == ["lease", "quarantine", "produce", "markers"]
+    assert report.delta_version is None and world.commits == []
+    assert world.markers() == [CommitMarker(EpochId("w-1", 0, report.attempt), None)] * PARTITIONS
+
+
+def test_file_only_commits_with_no_offsets_and_counts_the_rows() -> None:
+    world = World()
+    protocol, _ = make(world, log=False)
+    report = protocol.run(0, batch(1, 2, 3))
+    assert steps(world) == ["lease", "quarantine", "committed?", "lease", "commit"]
+    assert report.rows == 3 and report.log_records == 0 and report.offsets == {}
+    assert world.commits[0].offsets == {} and world.markers() == []
+
+
+def test_no_epoch_runs_before_the_start_up_step() -> None:
+    world = World()
+    protocol, _ = make(world, start=False)
+    with pytest.raises(LogstoreError, match="before the job's start-up step"):
+        protocol.run(0, batch(1))
+    assert world.events == []
+
+
+def test_a_protocol_needs_a_store() -> None:
+    with pytest.raises(ValueError, match="the log, the table or both"):
+        make(World(), log=False, table=False)
+
+
+def test_a_log_failure_commits_nothing() -> None:
+    world = World()
+    protocol, _ = make(world)
+    log = protocol.log
+    assert isinstance(log, FakeLog)
+    log.fail = LogstoreError("cannot reach Kafka")
+    with pytest.raises(LogstoreError, match="cannot reach Kafka"):
+        protocol.run(0, batch(1))
+    assert world.commits == [] and world.markers() == []
+
+
+# -- any history of crashes ends consistent -----------------------------------------------------
+
+_run_step = st.tuples(
+    st.sampled_from(["w-1", "w-2"]),  # which job runs next
+    st.one_of(st.none(), st.sampled_from(CRASH_POINTS)),  # where (if) it dies
+    st.integers(min_value=1, max_value=3),  # epochs it tries to run
+)
+
+
+@given(st.lists(_run_step, min_size=1, max_size=6))
+def test_any_history_of_crashes_and_restarts_ends_consistent(runs: list[Any]) -> None:
+    """Jobs W1 and W2 take turns on one table (each with its own checkpoint: a job's next epoch
+    is the one after its last committed epoch, as Spark's checkpoint gives it); each run may die at
+    any crash point. After a last clean run of each job, every commit has its markers, every
+    epoch's rows are in the table, and no (writer, epoch) was committed twice."""
+    world = World()
+    next_epoch = {"w-1": 0, "w-2": 0}
+    attempts = (f"a-{i}" for i in itertools.count())
+
+    def rows_of(writer: str, n: int) -> Batch:
+        base = 1000 if writer == "w-2" else 0
+        return batch(base + n, base + n + 500, value=f"{writer}/{n}:")
+
+    def run(writer: str, crash: Any, count: int) -> None:
+        protocol, _ = make(world, writer, crash=crash, attempts=attempts)
+        for _ in range(count):
+            n = next_epoch[writer]
+            protocol.run(n, rows_of(writer, n))  # raises Crash: Spark re-runs n next time
+            next_epoch[writer] = n + 1
+
+    for writer, point, count in runs:
+        with contextlib.suppress(Crash):
+            run(writer, None if point is None else crash_at(point), count)
+    for writer in ("w-1", "w-2"):
+        run(writer, None, 1)
+    assert_consistent(world)
+    expected: dict[int, str] = {}
+    for c in sorted(world.commits, key=lambda c: c.version):
+        expected.update(rows_of(c.epoch.writer, c.epoch.epoch).rows)
+    assert world.data == expected
+    for writer in ("w-1", "w-2"):
+        epochs = sorted(c.epoch.epoch for c in world.commits if c.epoch.writer == writer)
+        assert epochs == list(range(next_epoch[writer]))
