@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from logstore_cli import __version__
+from logstore_cli import __version__, interrupt
 from logstore_cli.cli import broker, ddl, ingest, read, setup, spark, status, tables, verify
 from logstore_cli.cli.output import Output, setup_logging
 from logstore_cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, DDLError, LogstoreError
@@ -83,19 +83,22 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Run the app; every outcome, including Ctrl-C at any point, is a message and an exit code."""
-    watch = _SigintWatch()
+    """Run the app; every outcome, including Ctrl-C or SIGTERM at any point, is a message and an
+    exit code."""
+    signals = interrupt.install()  # already in place when started through __main__
     try:
         try:
             _invoke(sys.argv[1:] if argv is None else list(argv))
         except BaseException as exc:  # the edge: every outcome is reported here
-            return _report(exc, interrupted=watch.sigint_arrived() or _from_interrupt(exc))
-        # A Ctrl-C that something swallowed still counts: the user asked to stop.
-        return _report(None, interrupted=True) if watch.sigint_arrived() else 0
+            return _report(
+                exc, interrupted=signals.seen() or _from_interrupt(exc), by=signals.first
+            )
+        # A stop that something swallowed still counts: the user asked to stop.
+        return _report(None, interrupted=True, by=signals.first) if signals.seen() else 0
     except KeyboardInterrupt:  # a second Ctrl-C while the first one was being reported
         return EXIT_INTERRUPTED
     finally:
-        watch.close()
+        interrupt.uninstall()
 
 
 def _invoke(args: list[str]) -> None:
@@ -114,7 +117,7 @@ def _invoke(args: list[str]) -> None:
         command.invoke(ctx)
 
 
-def _report(exc: BaseException | None, *, interrupted: bool) -> int:
+def _report(exc: BaseException | None, *, interrupted: bool, by: int | None = None) -> int:
     """Print what ended the run (on stderr) and return its exit code."""
     if interrupted:
         # Whatever surfaced after a Ctrl-C (KeyboardInterrupt, a py4j error from the broken JVM
@@ -122,7 +125,10 @@ def _report(exc: BaseException | None, *, interrupted: bool) -> int:
         # what the interrupted work left behind is.
         if exc is not None and _verbose:
             _print_traceback(exc)
-        Output().error("interrupted", detail=_left_behind(exc))
+        by_term = by == signal.SIGTERM
+        Output().error(
+            "interrupted (SIGTERM)" if by_term else "interrupted", detail=_left_behind(exc)
+        )
         return EXIT_INTERRUPTED
     if exc is None:
         return 0
@@ -210,49 +216,3 @@ def _from_interrupt(exc: BaseException) -> bool:
         seen.add(id(e))
         todo += [e.__cause__, e.__context__]
     return False
-
-
-class _SigintWatch:
-    """Remembers whether SIGINT arrived during the run, whoever handled it.
-
-    A flag set by our own handler would not do: Spark installs its own SIGINT handler when its
-    context starts (it cancels the running jobs, and its call into the JVM may then fail with a
-    py4j error instead of raising KeyboardInterrupt). The interpreter writes every caught signal's
-    number to the wakeup fd, whichever Python handler runs. Outside the main thread (where no
-    signal arrives) it watches nothing.
-    """
-
-    def __init__(self) -> None:
-        self._seen = False
-        self._fds: tuple[int, int] | None = None
-        self._previous = -1
-        try:
-            r, w = os.pipe()
-        except OSError:
-            return
-        os.set_blocking(r, False)
-        os.set_blocking(w, False)
-        try:
-            self._previous = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-        except ValueError:  # not the main thread
-            os.close(r)
-            os.close(w)
-            return
-        self._fds = (r, w)
-
-    def sigint_arrived(self) -> bool:
-        if self._fds is not None and not self._seen:
-            try:
-                while data := os.read(self._fds[0], 512):
-                    self._seen = self._seen or signal.SIGINT in data
-            except BlockingIOError:
-                pass
-        return self._seen
-
-    def close(self) -> None:
-        if self._fds is None:
-            return
-        signal.set_wakeup_fd(self._previous)
-        for fd in self._fds:
-            os.close(fd)
-        self._fds = None

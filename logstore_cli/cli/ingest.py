@@ -431,10 +431,13 @@ def ingest(
             )
         )
     if summary.stopped_by_user:
-        where = f"epoch {summary.last.epoch}" if summary.last else "the start"
         interrupt = KeyboardInterrupt()
         interrupt.add_note(
-            f"stopped after {where}; nothing is half-committed: run the same command to go on"
+            f"stopped after epoch {summary.last.epoch}; nothing is half-committed: run the same "
+            "command to go on"
+            if summary.last is not None
+            else "stopped before the first epoch: nothing was committed; run the same command "
+            "to start the job"
         )
         raise interrupt
 
@@ -460,24 +463,40 @@ def check_local_source(source: object) -> None:
 
 
 def _run(ctx: Context, out: Output, table: str, job: IngestJob) -> RunSummary:
+    """Start Spark and the job, and drive it until it ends. A stop (Ctrl-C, SIGTERM) before the
+    query starts ends the command at once (nothing written); once it runs, after the epoch in
+    flight (the first one never begins when the stop came before it)."""
     from logstore_cli.jobs import ingest as ingest_job
     from logstore_cli.jobs.spark import SparkSettings, build_session
 
     lease = ingest_job.acquire_lease(job)
     try:
-        with out.status("starting Spark …"):
-            spark = build_session(
-                SparkSettings(
-                    master=ctx.config.spark.master,
-                    conf=ctx.config.spark.conf,
-                    app_name=f"logstore ingest {table}",
+        try:
+            ingest_job.start_point("before-spark")
+        except KeyboardInterrupt as interrupt:
+            interrupt.add_note("interrupted before Spark started: nothing was written")
+            raise
+        try:
+            with out.status("starting Spark …"):
+                spark = build_session(
+                    SparkSettings(
+                        master=ctx.config.spark.master,
+                        conf=ctx.config.spark.conf,
+                        app_name=f"logstore ingest {table}",
+                    )
                 )
+        except KeyboardInterrupt as interrupt:
+            interrupt.add_note(
+                "interrupted while Spark started: no epoch ran, nothing was written; run the same "
+                "command to start the job"
             )
+            raise
+        with Progress(out, table, job) as progress, ingest_job.stop_on_ctrl_c(out.warning) as stop:
+            run = ingest_job.start(
+                spark, job, lease, on_epoch=progress.epoch, on_start=progress.started_as,
+                stop=stop.requested.is_set,
+            )  # fmt: skip
+            return ingest_job.wait(run, stop=stop.requested.is_set)
     except BaseException:
-        lease.release()
+        lease.release()  # idempotent: a run that ended released it already
         raise
-    with Progress(out, table, job) as progress, ingest_job.stop_on_ctrl_c(out.warning) as stopper:
-        run = ingest_job.start(
-            spark, job, lease, on_epoch=progress.epoch, on_start=progress.started_as
-        )
-        return ingest_job.wait(run, stop=stopper.requested.is_set)

@@ -173,19 +173,25 @@ def new_attempt() -> str:
 # -- test-only fault hook -------------------------------------------------------------------------
 
 
-def _kill_point(env: str = KILL_AT_ENV) -> tuple[str, int | None] | None:
+# Where the pause hook may also hold the job's start (tests send a stop signal there).
+START_POINTS = ("before-spark", "before-query")
+
+
+def _kill_point(
+    env: str = KILL_AT_ENV, valid: tuple[str, ...] = CRASH_POINTS
+) -> tuple[str, int | None] | None:
     spec = os.environ.get(env)
     if not spec:
         return None
     point, _, epoch = spec.partition(":")
-    if point not in CRASH_POINTS:
-        raise InvalidInputError(f"{env}={spec!r}: unknown point (valid: {CRASH_POINTS})")
+    if point not in valid:
+        raise InvalidInputError(f"{env}={spec!r}: unknown point (valid: {valid})")
     return point, int(epoch) if epoch else None
 
 
-def _pause_point(point: str, epoch: int) -> None:
-    """Hold the epoch here while the test-only pause file exists (see PAUSE_AT_ENV)."""
-    wanted = _kill_point(PAUSE_AT_ENV)
+def _pause_point(point: str, epoch: int | None = None) -> None:
+    """Hold the job here while the test-only pause file exists (see PAUSE_AT_ENV)."""
+    wanted = _kill_point(PAUSE_AT_ENV, CRASH_POINTS + START_POINTS)
     if wanted is None or wanted[0] != point or wanted[1] not in (None, epoch):
         return
     given = os.environ.get(PAUSE_FILE_ENV)
@@ -196,6 +202,11 @@ def _pause_point(point: str, epoch: int) -> None:
     deadline = time.monotonic() + PAUSE_TIMEOUT_S
     while path.exists() and time.monotonic() < deadline:
         time.sleep(0.05)  # poll interval of a condition with a deadline
+
+
+def start_point(point: str) -> None:
+    """A moment of the job's start where the test-only pause hook may hold it."""
+    _pause_point(point)
 
 
 def crash_point(point: str, epoch: int) -> None:
@@ -658,6 +669,7 @@ def start(
     *,
     on_epoch: Callable[[EpochReport], None],
     on_start: Callable[[str], None] = lambda writer: None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> IngestRun:
     """Prepare the checkpoint and the log, and start the query, holding ``lease`` (from
     ``acquire_lease``; released when the run ends, or here if the start fails)."""
@@ -698,6 +710,14 @@ def start(
             writer_stream = writer_stream.trigger(availableNow=True)
         else:
             writer_stream = writer_stream.trigger(processingTime=f"{job.trigger_s} seconds")
+        _pause_point("before-query")
+        if stop():  # asked while Spark started: the query never starts, no epoch runs
+            interrupt = KeyboardInterrupt()
+            interrupt.add_note(
+                "stopped before the query started: no epoch ran, nothing was written; run the "
+                "same command to start the job"
+            )
+            raise interrupt
         on_start(writer)
         query = writer_stream.start()
     except BaseException:
@@ -714,14 +734,14 @@ def wait(run: IngestRun, *, stop: Callable[[], bool], poll_s: int = 1) -> RunSum
     writer = run.writer
     try:
         while True:
+            if stop():  # first: a stop asked while the query started never waits for a poll
+                _stop_after_epoch(run)
+                writer.summary.stopped_by_user = True
+                break
             try:
                 if run.query.awaitTermination(poll_s):
                     break
             except Exception:  # the query failed: _raise_failure says why, in our terms
-                break
-            if stop():
-                _stop_after_epoch(run)
-                writer.summary.stopped_by_user = True
                 break
             if _source_done(run) or (
                 run.writer.job.max_epochs is not None

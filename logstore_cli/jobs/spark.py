@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from logstore_cli import interrupt
 from logstore_cli.errors import SparkStartError, StateDirError
 from logstore_cli.paths import private_dir, state_home, state_subdir
 
@@ -145,11 +146,17 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
         with _stderr_to(fd), _gateway_stopped_if_cut_short():
             spark = builder.getOrCreate()
     except Exception as exc:
+        signals = interrupt.current()
+        if signals is not None and signals.seen():  # the start failed because it was stopped
+            raise KeyboardInterrupt from exc
         raise SparkStartError(
             f"the Spark JVM did not start: {_first_line(exc)}",
             detail=_tail(log_file),
             hint=f"full JVM output: {log_file}",
         ) from exc
+    # Spark's context put its own SIGINT handler in (it cancels jobs from inside the handler):
+    # ours goes back, and a stop that Spark's handler caught meanwhile is honoured here.
+    interrupt.reassert()
     spark.sparkContext.setLogLevel("WARN")
     _quiet_query_context_loggers()
     _quiet_teardown_at_exit(spark)

@@ -25,7 +25,7 @@ from logstore_cli.jobs.spark import DELTA_CONF, defaults_for
 from logstore_cli.model import is_secret
 from logstore_cli.paths import state_home, state_subdir
 
-LAUNCHER = "from logstore_cli.cli.app import main\n\nmain()\n"
+LAUNCHER = "from logstore_cli.__main__ import main\n\nmain()\n"
 
 
 def _package_zip(target_dir: Path) -> Path:

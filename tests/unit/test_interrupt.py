@@ -1,12 +1,15 @@
-"""``logstore_cli.interrupt``: the first Ctrl-C asks to stop, the second stops at once."""
+"""``logstore_cli.interrupt``: Ctrl-C and SIGTERM stop at once outside a safe-point loop; inside one the
+first asks to stop and the second stops at once; a stop caught by another handler is not lost."""
 
 from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 
 import pytest
 
+from logstore_cli import interrupt
 from logstore_cli.interrupt import StopOnCtrlC
 
 
@@ -42,3 +45,76 @@ def test_outside_the_main_thread_it_installs_nothing() -> None:
     t.start()
     t.join()
     assert seen == [before]
+
+
+@pytest.fixture
+def installed() -> Iterator[interrupt.Signals]:
+    signals = interrupt.install()
+    try:
+        yield signals
+    finally:
+        interrupt.uninstall()
+
+
+def test_sigterm_is_a_request_to_stop_like_ctrl_c() -> None:
+    said: list[str] = []
+    with StopOnCtrlC(said.append, "stopping soon") as stop:
+        signal.raise_signal(signal.SIGTERM)
+        assert stop.requested.is_set() and said == ["SIGTERM: stopping soon"]
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)  # the second stop signal, whichever it is
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_installed_a_stop_signal_interrupts_at_once_outside_a_safe_point_loop(
+    installed: interrupt.Signals, signum: int
+) -> None:
+    assert signal.getsignal(signal.SIGTERM) == installed._handle
+    with pytest.raises(KeyboardInterrupt):
+        signal.raise_signal(signum)
+    assert installed.seen() and installed.first == signum
+
+
+def test_a_stop_that_came_before_the_loop_is_honoured_when_it_begins(
+    installed: interrupt.Signals,
+) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        signal.raise_signal(signal.SIGTERM)  # while a job started (at once mode)
+    entered = False
+    with pytest.raises(KeyboardInterrupt), StopOnCtrlC(lambda m: None, "x"):
+        entered = True
+    assert not entered
+
+
+def test_a_stop_swallowed_by_another_handler_is_not_lost(installed: interrupt.Signals) -> None:
+    """What Spark does: its context puts its own SIGINT handler in; a Ctrl-C it catches (and, say,
+    a py4j call swallows) must still stop the job: seen through the wake-up pipe."""
+    swallowed: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: swallowed.append(signum))
+    signal.raise_signal(signal.SIGINT)
+    assert swallowed == [signal.SIGINT] and installed.received == []
+    with pytest.raises(KeyboardInterrupt):
+        interrupt.reassert()  # as build_session does once Spark started
+    assert signal.getsignal(signal.SIGINT) == installed._handle
+    with pytest.raises(KeyboardInterrupt), StopOnCtrlC(lambda m: None, "x"):
+        pass
+
+
+def test_inside_the_loop_the_first_signal_asks_and_the_second_raises(
+    installed: interrupt.Signals,
+) -> None:
+    said: list[str] = []
+    with StopOnCtrlC(said.append, "stopping after the epoch") as stop:
+        signal.raise_signal(signal.SIGINT)
+        assert stop.requested.is_set() and said == ["stopping after the epoch"]
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGTERM)
+    # Back in at once mode after the loop, with our handler still in place.
+    assert signal.getsignal(signal.SIGINT) == installed._handle
+
+
+def test_uninstall_restores_the_handlers() -> None:
+    before = {s: signal.getsignal(s) for s in interrupt.STOP_SIGNALS}
+    interrupt.install()
+    interrupt.uninstall()
+    assert {s: signal.getsignal(s) for s in interrupt.STOP_SIGNALS} == before
