@@ -75,12 +75,15 @@ def _interrupt_when(
     what: str,
     *,
     stdin: int | None = subprocess.DEVNULL,
+    signum: int = signal.SIGINT,
+    env: dict[str, str] | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], set[int]]:
-    """Run the CLI, send SIGINT to its process group once ``ready``; its result and the pids of
-    every process it started."""
+    """Run the CLI, send SIGINT to its process group (a terminal's Ctrl-C) or another signal to
+    the CLI alone (a supervisor's SIGTERM) once ``ready``; its result and the pids of every
+    process it started."""
     proc = subprocess.Popen(
         args, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
+        start_new_session=True, env=env,
     )  # fmt: skip
     started: set[int] = set()
     try:
@@ -92,7 +95,10 @@ def _interrupt_when(
             return ready(proc)
 
         _wait_until(is_ready, START_DEADLINE_S, what)
-        os.killpg(proc.pid, signal.SIGINT)
+        if signum == signal.SIGINT:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, signum)
         try:
             # Would hang, not fail, if a JVM outlived the CLI holding the pipes.
             out, err = proc.communicate(timeout=EXIT_DEADLINE_S)
@@ -106,15 +112,22 @@ def _interrupt_when(
     return subprocess.CompletedProcess(args, proc.returncode, out, err), started
 
 
-def _assert_interrupted(result: subprocess.CompletedProcess[str]) -> None:
+def _assert_interrupted(
+    result: subprocess.CompletedProcess[str], signum: int = signal.SIGINT
+) -> None:
+    said = "error: interrupted (SIGTERM)" if signum == signal.SIGTERM else "error: interrupted"
     assert result.returncode == 130, result.stderr
-    assert result.stderr.splitlines()[-1:] == ["error: interrupted"], result.stderr
+    assert said in result.stderr.splitlines(), result.stderr
     assert "Traceback" not in result.stderr
     assert "py4j" not in result.stderr.lower()
 
 
-@pytest.mark.parametrize("moment", ["jvm-starting", "delta-writing"])
-def test_ctrl_c_during_create_table(moment: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("moment", "signum"),
+    [("jvm-starting", signal.SIGINT), ("delta-writing", signal.SIGINT),
+     ("jvm-starting", signal.SIGTERM)],
+)  # fmt: skip
+def test_ctrl_c_during_create_table(moment: str, signum: int, tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     table = warehouse / "db" / "t"
     create = _cli("create-table", "--sql", DDL, "--warehouse", str(warehouse))
@@ -124,8 +137,8 @@ def test_ctrl_c_during_create_table(moment: str, tmp_path: Path) -> None:
             return any(b"spark" in _cmdline(p) for p in _descendants(proc.pid))
         return table.exists()  # Spark is up and writing the table
 
-    result, started = _interrupt_when(create, ready, f"the {moment} moment")
-    _assert_interrupted(result)
+    result, started = _interrupt_when(create, ready, f"the {moment} moment", signum=signum)
+    _assert_interrupted(result, signum)
     assert result.stdout == ""  # no result for scripts to mistake for one
     assert started, "no JVM was started: the interrupt did not come while Spark worked"
     _wait_until(lambda: not any(_alive(p) for p in started), EXIT_DEADLINE_S, "the JVM to exit")
@@ -169,3 +182,23 @@ def test_ctrl_c_at_the_drop_confirmation(tmp_path: Path) -> None:
     _assert_interrupted(result)
     assert "Aborted" not in result.stderr
     assert wh.has_committed_version(table)  # nothing was dropped
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_while_the_local_broker_starts_leaves_no_broker(signum: int, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    env = {**os.environ, "LOGSTORE_STATE_DIR": str(state)}
+
+    def launched(proc: subprocess.Popen[str]) -> bool:  # the broker's JVM exists, not yet ready
+        return any(b"kafka" in _cmdline(p) for p in _descendants(proc.pid))
+
+    start = _cli("broker", "start")
+    result, started = _interrupt_when(start, launched, "the broker JVM", signum=signum, env=env)
+    _assert_interrupted(result, signum)
+    assert started
+    _wait_until(lambda: not any(_alive(p) for p in started), EXIT_DEADLINE_S, "the broker to end")
+    status = subprocess.run(
+        [*_cli("broker", "status", "--json")], env=env, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert status.returncode == 1 and '"running": false' in status.stdout, status

@@ -313,8 +313,8 @@ class Follower:
             time.sleep(0.05)
         return list(self.lines)
 
-    def interrupt(self) -> int:
-        self.proc.send_signal(signal.SIGINT)
+    def interrupt(self, signum: int = signal.SIGINT) -> int:
+        self.proc.send_signal(signum)
         code = self.proc.wait(timeout=60)
         self._drain()
         return code
@@ -378,9 +378,12 @@ def test_follow_stops_on_ctrl_c_and_resumes_from_its_checkpoint(
         again = Follower(tmp_path, *args)
         try:
             again.wait_for(third + fourth)
-            assert again.interrupt() == 130, again.stderr
+            # A supervisor's SIGTERM stops a following read as Ctrl-C does: checkpoint saved.
+            assert again.interrupt(signal.SIGTERM) == 130, again.stderr
         finally:
             again.kill()
+        assert "SIGTERM: stopping the read" in again.stderr, again.stderr
+        assert "interrupted (SIGTERM)" in again.stderr and "Traceback" not in again.stderr
     run2 = again.lines
     assert len(run2) == third + fourth  # only the new changes
     assert {(x["epoch"], x["row"]["id"]) for x in run2} == {(2, 200), (2, 201), (2, 202), (3, 200)}
