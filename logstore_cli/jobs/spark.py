@@ -165,6 +165,7 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
         "spark.app.name": settings.app_name,
         **session_conf(settings, jars),
     }
+    launch = launch_conf(conf)  # before the start: a refused conf is the user's error
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -172,7 +173,7 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
     log_file, fd = new_driver_log(driver_log_dir(settings))
     try:
         with _stderr_to(fd), _gateway_stopped_if_cut_short():
-            _launch_gateway(launch_conf(conf))
+            _launch_gateway(launch)
             # The SparkContext's conf is built in the running JVM over the gateway's socket: the
             # secret confs are in it from the context's start (core confs such as spark.ssl.* are
             # read only then; spark.hadoop.* reach the Hadoop configuration and the executors)
