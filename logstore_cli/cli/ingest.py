@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import stat
 import sys
 import threading
 import time
@@ -512,31 +511,34 @@ def check_local_source(
 def non_regular_files(path: Path, *, limit: int = 2_000) -> list[Path]:
     """Entries of the source directory ``path`` (and below, as Spark's listing descends: names
     starting with ``.`` or ``_`` passed over) that are neither directories nor regular files,
-    symlinks followed; at most ``limit`` entries are looked at."""
+    symlinks followed; at most ``limit`` entries are looked at (Spark lists them all anyway, but
+    a warning needs only the first)."""
     found: list[Path] = []
     pending, seen, looked = [path], set[Path](), 0
     while pending and looked < limit:
         directory = pending.pop()
-        if directory.resolve() in seen:
+        if directory.resolve() in seen:  # a symlink loop
             continue
         seen.add(directory.resolve())
         try:
-            with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    looked += 1
+                    if looked > limit:
+                        break
+                    if entry.name.startswith((".", "_")):
+                        continue
+                    try:
+                        # The entry's type from the listing; a symlink's from its target.
+                        if entry.is_dir():
+                            pending.append(Path(entry.path))
+                        elif not entry.is_file():
+                            entry.stat()  # raises for a dangling symlink: nothing to open
+                            found.append(Path(entry.path))
+                    except OSError:  # gone meanwhile, or a dangling symlink
+                        continue
+        except OSError:  # unreadable: Spark says so when it lists it
             continue
-        for entry in entries[: limit - looked]:
-            looked += 1
-            if entry.name.startswith((".", "_")):
-                continue
-            try:
-                mode = entry.stat().st_mode  # follows a symlink, as Spark does
-            except OSError:  # gone, or a dangling link
-                continue
-            if stat.S_ISDIR(mode):
-                pending.append(Path(entry.path))
-            elif not stat.S_ISREG(mode):
-                found.append(Path(entry.path))
     return sorted(found)
 
 

@@ -27,4 +27,8 @@ def test_non_regular_files_are_found_where_spark_would_list_them(tmp_path: Path)
     assert found == sorted(
         [src / "link.json", src / "pipe.json", src / "sock.json", src / "sub" / "deep.json"]
     )
-    assert non_regular_files(src, limit=1) == []  # bounded: only .hidden.json is looked at
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(5):
+        os.mkfifo(many / f"{i}.json")
+    assert len(non_regular_files(many, limit=2)) == 2  # bounded: the first entries listed
