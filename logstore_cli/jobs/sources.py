@@ -600,6 +600,34 @@ class _Directory:
                 hint="give the directory that holds the files (new files are picked up as they "
                 "arrive)",
             )
+        self._check_not_in_a_table()
+
+    def _check_not_in_a_table(self) -> None:
+        """The source is no Delta table's directory nor inside one: Spark would read the table's
+        data files (removed ones too) as input and write old values back. The CLI checks a local
+        source before Spark starts (also for a table below it); this covers every file system."""
+        try:
+            qualified = self._fs.makeQualified(self._hpath)
+            current = qualified
+            while current is not None:
+                if self._fs.exists(self._jvm.org.apache.hadoop.fs.Path(current, "_delta_log")):
+                    where = (
+                        "it holds a _delta_log"
+                        if current.equals(qualified)
+                        else f"it is inside the Delta table {current.toString()}"
+                    )
+                    raise InvalidInputError(
+                        f"the source directory {self.path} holds a table's own files: {where}",
+                        hint="ingest from a directory of input files outside any Delta table",
+                    )
+                current = current.getParent()
+        except InvalidInputError:
+            raise
+        except Exception as exc:
+            failure = _java_failure(exc)
+            if failure is None:
+                raise
+            raise _io_error(f"cannot read the source directory {self.path}", failure) from None
 
     def files(self, *, recursive: bool, glob: str | None) -> list[_File]:
         """The files Spark's file source would read (hidden and ``_`` files are not data), by

@@ -545,6 +545,20 @@ def test_a_missing_or_unusable_source_path_is_refused(spark: SparkSession, tmp_p
     assert "JSON Lines" in message and "multiLine" in message
 
 
+def test_a_delta_table_s_own_directory_is_refused_on_any_file_system(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Issue 18 item 4, for the job API and remote URIs (the CLI checks local paths earlier).
+    table = _json_dir(tmp_path, "table", {"id": 1})
+    (table / "_delta_log").mkdir()
+    (table / "year=2024").mkdir()
+    (table / "year=2024" / "a.json").write_text('{"id": 1}\n')
+    message = _refused(spark, _request(plan.DirectorySource(table.as_uri(), "json")))
+    assert "holds a table's own files: it holds a _delta_log" in message
+    message = _refused(spark, _request(plan.DirectorySource(str(table / "year=2024"), None)))
+    assert "it is inside the Delta table file:" in message and str(table) in message
+
+
 def test_glob_characters_in_paths_are_refused(spark: SparkSession, tmp_path: Path) -> None:
     """Spark 4.0.1 would read files more than once (SPARK-58518): refused before it can."""
     globbed = tmp_path / "in [1]"
