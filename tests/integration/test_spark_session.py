@@ -199,7 +199,10 @@ def test_secret_confs_never_reach_a_command_line_yet_take_effect(tmp_path: Path)
         proc.stdin.write(f"{hadoop_secret} {core_secret}\n")
         proc.stdin.flush()
         line = _readline(proc, timeout=300)
-        assert line, f"the session did not start: {proc.poll()}"
+        if not line:
+            proc.kill()
+            err = proc.communicate()[1]
+            pytest.fail(f"the session did not start ({proc.returncode}): {err[-3000:]}")
         seen = json.loads(line)
         jvm_cmdline = Path(f"/proc/{seen['jvm_pid']}/cmdline").read_bytes()
         assert b"SparkSubmit" in jvm_cmdline  # the JVM is running while the processes are sampled
