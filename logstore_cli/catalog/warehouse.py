@@ -89,6 +89,80 @@ def contained(warehouse: Path, path: Path) -> Path:
     return path
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # unreadable: not known to be a table
+        return False
+
+
+def delta_table_holding(path: Path) -> Path | None:
+    """The directory at or above ``path`` (resolved, symlinks followed) that holds a ``_delta_log``:
+    the Delta table ``path`` is part of (its data, its log, logstore's files under it); else None."""
+    target = path.resolve()
+    for directory in (target, *target.parents):
+        if _is_dir(directory / "_delta_log"):
+            return directory
+    return None
+
+
+# Directories looked at below a source for a Delta table: bounded, since a source may be large.
+MAX_DIRS_BELOW = 10_000
+
+
+def delta_table_below(path: Path, *, max_dirs: int = MAX_DIRS_BELOW) -> Path | None:
+    """A directory strictly below ``path`` that holds a ``_delta_log``, searched the way Spark's
+    file listing descends (symlinks followed, names starting with ``.`` or ``_`` passed over:
+    Spark reads no file below those); None when there is none among the first ``max_dirs``."""
+    seen: set[Path] = set()
+    pending = [path.resolve()]
+    while pending and len(seen) < max_dirs:
+        directory = pending.pop()
+        if directory in seen:  # a symlink loop
+            continue
+        seen.add(directory)
+        try:
+            with os.scandir(directory) as entries:
+                subdirs = [Path(e.path) for e in entries if not e.name.startswith((".", "_"))
+                           and _entry_is_dir(e)]  # fmt: skip
+        except OSError:  # unreadable: Spark could not list it either
+            continue
+        for sub in subdirs:
+            if _is_dir(sub / "_delta_log"):
+                return sub
+            pending.append(sub.resolve())
+    return None
+
+
+def _entry_is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # follows a symlink, as Hadoop's local listing does
+    except OSError:
+        return False
+
+
+def table_overlap(path: Path, warehouse: Path, *, below: bool) -> str | None:
+    """Why files under ``path`` belong to a table, or None: ``path`` resolves into the warehouse
+    or into a directory holding a ``_delta_log`` (with ``below``, also: the warehouse or such a
+    directory lies below it). For an ingest's source and checkpoint: reading a table's own files
+    as input writes old values back; a checkpoint inside a table is fair game for its VACUUM."""
+    target, root = path.resolve(), warehouse.resolve()
+    if target == root or target.is_relative_to(root):
+        return f"it resolves to {target}, inside the warehouse {root}"
+    table = delta_table_holding(target)
+    if table is not None:
+        where = "" if table == target else f", inside the Delta table {table}"
+        return f"it resolves to {target}{where} (a directory holding a _delta_log)"
+    if not below:
+        return None
+    if root.is_relative_to(target):
+        return f"it resolves to {target}, which holds the warehouse {root}"
+    nested = delta_table_below(target)
+    if nested is not None:
+        return f"it resolves to {target}, which holds the Delta table {nested}"
+    return None
+
+
 def has_committed_version(path: Path) -> bool:
     """Whether ``path`` holds a Delta table with at least one committed version."""
     log = path / "_delta_log"

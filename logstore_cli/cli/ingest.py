@@ -7,11 +7,13 @@ second Ctrl-C stops at once (the epoch in flight runs again when the job restart
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -414,7 +416,7 @@ def ingest(
         else:
             sys.stdout.write(shlex.join(command) + "\n")
         return
-    check_local_source(ingest_job.source.spec)
+    check_local_source(ingest_job, ctx.warehouse, warn=out.warning)
     summary = _run(ctx, out, table, ingest_job)
     out.event(summary.to_json())
     if not json_ and summary.last is not None:
@@ -442,13 +444,44 @@ def ingest(
         raise interrupt
 
 
-def check_local_source(source: object) -> None:
-    """A local source directory that is missing is exit 2 before Spark starts (a minute saved);
-    a URI (hdfs://, s3a://, file:…) is left to Spark, which checks it again in any case. Not for
-    --print-spark-submit: the printed command may run where the directory exists."""
-    if not isinstance(source, plan.DirectorySource) or _URI.match(source.path):
+def check_local_source(
+    job: IngestJob, warehouse: Path, warn: Callable[[str], None] | None = None
+) -> None:
+    """What can be checked of a local source and checkpoint before Spark starts (a minute saved);
+    a remote URI (hdfs://, s3a://) is left to Spark, which checks the source again in any case.
+    Not for --print-spark-submit: the printed command may run where the paths differ.
+
+    A missing source directory is exit 2. So is a source or checkpoint that resolves into the
+    warehouse or into a Delta table (a directory holding a ``_delta_log``), or a source holding
+    one below it: Spark would read a table's own files (data files of every version, removed ones
+    included) as input and write old values back; a checkpoint inside a table is fair game for
+    its VACUUM. Files that are not regular files (a FIFO, a socket, a device) are named in a
+    warning: the job skips them, since opening a FIFO waits for a writer for ever.
+    """
+    from logstore_cli.catalog.warehouse import table_overlap
+
+    own = plan.JobPaths(job.paths.table, job.paths.job).checkpoint
+    override = job.paths.checkpoint_override
+    if override is not None:
+        path = Path(override)
+        if not path.resolve().is_relative_to(Path(own).resolve().parent):
+            why = table_overlap(path, warehouse, below=False)
+            if why is not None:
+                raise InvalidInputError(
+                    f"--checkpoint {override} is inside a table's files: {why}",
+                    hint="give a directory outside the warehouse and outside any Delta table, "
+                    f"or leave --checkpoint out (the job's own: {own})",
+                )
+    source = job.source.spec
+    if not isinstance(source, plan.DirectorySource):
         return
-    path = Path(source.path)
+    if _URI.match(source.path):
+        try:
+            path = Path(local_path(source.path, "--source"))
+        except InvalidInputError:  # a remote URI: Spark reads it
+            return
+    else:
+        path = Path(source.path)
     if not path.exists():
         raise InvalidInputError(
             f"the source directory {source.path} does not exist",
@@ -460,6 +493,57 @@ def check_local_source(source: object) -> None:
             f"the source {source.path} is not a directory",
             hint="give the directory that holds the files (new files are picked up as they arrive)",
         )
+    why = table_overlap(path, warehouse, below=True)
+    if why is not None:
+        raise InvalidInputError(
+            f"the source directory {source.path} holds a table's own files: {why}",
+            hint="ingest from a directory of input files outside the warehouse and outside any "
+            "Delta table; to copy a table's rows, export them first (logstore read -o "
+            "jsonl:FILE) into such a directory",
+        )
+    if warn is not None:
+        odd = non_regular_files(path)
+        if odd:
+            shown = ", ".join(str(p) for p in odd[:5]) + (", …" if len(odd) > 5 else "")
+            warn(
+                f"skipping {len(odd)} entr{'y' if len(odd) == 1 else 'ies'} of the source that "
+                f"{'is' if len(odd) == 1 else 'are'} not a regular file (a FIFO, socket or "
+                f"device): {shown}"
+            )
+
+
+def non_regular_files(path: Path, *, limit: int = 2_000) -> list[Path]:
+    """Entries of the source directory ``path`` (and below, as Spark's listing descends: names
+    starting with ``.`` or ``_`` passed over) that are neither directories nor regular files,
+    symlinks followed; at most ``limit`` entries are looked at (Spark lists them all anyway, but
+    a warning needs only the first)."""
+    found: list[Path] = []
+    pending, seen, looked = [path], set[Path](), 0
+    while pending and looked < limit:
+        directory = pending.pop()
+        if directory.resolve() in seen:  # a symlink loop
+            continue
+        seen.add(directory.resolve())
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    looked += 1
+                    if looked > limit:
+                        break
+                    if entry.name.startswith((".", "_")):
+                        continue
+                    try:
+                        # The entry's type from the listing; a symlink's from its target.
+                        if entry.is_dir():
+                            pending.append(Path(entry.path))
+                        elif not entry.is_file():
+                            entry.stat()  # raises for a dangling symlink: nothing to open
+                            found.append(Path(entry.path))
+                    except OSError:  # gone meanwhile, or a dangling symlink
+                        continue
+        except OSError:  # unreadable: Spark says so when it lists it
+            continue
+    return sorted(found)
 
 
 def _run(ctx: Context, out: Output, table: str, job: IngestJob) -> RunSummary:

@@ -32,6 +32,10 @@ Two traps of Spark 4.0.1's file source are closed here: paths with glob characte
 would read such files more than once, SPARK-58518), and ``maxFileAge`` defaults to 100 years
 instead of 7 days (it skips, without a word, a file whose modification time is that much older
 than the newest file it has seen, e.g. one copied in with its time kept).
+
+The up-front sample opens no FIFO, socket or device (a FIFO would wait for a writer for ever; Spark's
+own reader never opens them, as files of length 0), and a line nested too deeply for Python's JSON
+parser is passed over there (the stream quarantines it, Jackson's nesting limit being lower).
 """
 
 from __future__ import annotations
@@ -40,7 +44,9 @@ import csv
 import fnmatch
 import io
 import json
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -255,7 +261,7 @@ def json_sample(data: bytes, *, complete: bool) -> list[dict[str, Any]]:
             continue
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # deep nesting: the stream quarantines the record
             continue
         if isinstance(value, dict):
             found.append(value)
@@ -563,6 +569,7 @@ class _Directory:
         try:
             self._hpath = self._jvm.org.apache.hadoop.fs.Path(path)
             self._fs = self._hpath.getFileSystem(spark._jsc.hadoopConfiguration())
+            self._local = str(self._fs.getUri().getScheme()) == "file"
         except Exception as exc:
             failure = _java_failure(exc)
             if failure is None:
@@ -593,6 +600,34 @@ class _Directory:
                 hint="give the directory that holds the files (new files are picked up as they "
                 "arrive)",
             )
+        self._check_not_in_a_table()
+
+    def _check_not_in_a_table(self) -> None:
+        """The source is no Delta table's directory nor inside one: Spark would read the table's
+        data files (removed ones too) as input and write old values back. The CLI checks a local
+        source before Spark starts (also for a table below it); this covers every file system."""
+        try:
+            qualified = self._fs.makeQualified(self._hpath)
+            current = qualified
+            while current is not None:
+                if self._fs.exists(self._jvm.org.apache.hadoop.fs.Path(current, "_delta_log")):
+                    where = (
+                        "it holds a _delta_log"
+                        if current.equals(qualified)
+                        else f"it is inside the Delta table {current.toString()}"
+                    )
+                    raise InvalidInputError(
+                        f"the source directory {self.path} holds a table's own files: {where}",
+                        hint="ingest from a directory of input files outside any Delta table",
+                    )
+                current = current.getParent()
+        except InvalidInputError:
+            raise
+        except Exception as exc:
+            failure = _java_failure(exc)
+            if failure is None:
+                raise
+            raise _io_error(f"cannot read the source directory {self.path}", failure) from None
 
     def files(self, *, recursive: bool, glob: str | None) -> list[_File]:
         """The files Spark's file source would read (hidden and ``_`` files are not data), by
@@ -612,7 +647,7 @@ class _Directory:
                     if status.isDirectory():
                         if recursive:
                             pending.append(path)
-                    elif glob is None or fnmatch.fnmatchcase(name, glob):
+                    elif (glob is None or fnmatch.fnmatchcase(name, glob)) and self._regular(path):
                         found.append(_File(name, str(path.toString())))
         except Exception as exc:
             failure = _java_failure(exc)
@@ -620,6 +655,18 @@ class _Directory:
                 raise
             raise _io_error(f"cannot list the source directory {self.path}", failure) from None
         return sorted(found, key=lambda f: f.path)
+
+    def _regular(self, path: Any) -> bool:
+        """Not a FIFO, socket or device: opening a FIFO waits for a writer for ever, in a JVM call
+        Ctrl-C cannot interrupt (the CLI names them in a warning before Spark starts). Hadoop's
+        status calls every such entry a file; only a local file system has them. Spark's own
+        reader never opens them: it skips files of length 0, which they all have."""
+        if not self._local:
+            return True
+        try:
+            return stat.S_ISREG(os.stat(str(path.toUri().getPath())).st_mode)
+        except OSError:  # gone meanwhile
+            return False
 
     def head(self, file: _File) -> tuple[bytes, bool] | None:
         """The first SAMPLE_BYTES of a file and whether that is all of it; None for a file gone

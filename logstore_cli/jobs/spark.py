@@ -8,6 +8,10 @@ Spark's own files live in a directory of this user, ``<state dir>/spark`` (mode 
 in ``logs/`` (a new file per session, never opened through a symlink, the newest
 ``KEEP_DRIVER_LOGS`` kept) and Spark's SQL warehouse in ``warehouse/`` — never ``spark-warehouse/`` in
 the current directory. Delta tables are addressed by path and do not live there.
+
+Secret settings (``model.is_secret``) never reach the JVM's command line: PySpark would pass them to
+spark-submit as ``--conf k=v`` for ``ps`` to show; the JVM is launched without them and the
+SparkContext gets them over the gateway (``launch_conf``, ``build_session``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logstore_cli import interrupt
-from logstore_cli.errors import SparkStartError, StateDirError
+from logstore_cli.errors import InvalidInputError, SparkStartError, StateDirError
+from logstore_cli.model import is_secret
 from logstore_cli.paths import private_dir, state_home, state_subdir
 
 if TYPE_CHECKING:
@@ -114,6 +119,25 @@ def session_conf(settings: SparkSettings, jars: list[Path]) -> dict[str, str]:
     return conf
 
 
+def launch_conf(conf: Mapping[str, str]) -> dict[str, str]:
+    """The confs that may appear on the JVM's command line: all but the secret ones (``model.is_secret``).
+
+    PySpark passes the confs it launches its JVM with to spark-submit as ``--conf k=v``, which every
+    user of the host reads with ``ps``. The secret ones (``spark.hadoop.fs.s3a.secret.key``, an SSL
+    password) reach the JVM through the gateway instead, once it runs (``build_session``). JVM
+    options are a command line whatever carries them: a secret in one is refused. No I/O.
+    """
+    for key, value in conf.items():
+        if key.endswith("JavaOptions") and is_secret(key, value):
+            raise InvalidInputError(
+                f"the Spark setting {key} holds a secret, and JVM options are a process's command "
+                "line: every user of the host would read it with ps",
+                hint="pass the secret in a file the JVM reads (a keystore, a credentials file) "
+                "or as a Spark or Hadoop setting of its own in [spark.conf]",
+            )
+    return {k: v for k, v in conf.items() if not is_secret(k, v)}
+
+
 def build_session(settings: SparkSettings | None = None) -> SparkSession:
     """Start (or reuse) the SparkSession; raises SparkStartError with the JVM's own output."""
     settings = settings or SparkSettings()
@@ -137,13 +161,24 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
 
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
-    for key, value in session_conf(settings, jars).items():
+    conf = {
+        "spark.master": settings.master,
+        "spark.app.name": settings.app_name,
+        **session_conf(settings, jars),
+    }
+    launch = launch_conf(conf)  # before the start: a refused conf is the user's error
+    builder = SparkSession.builder
+    for key, value in conf.items():
         builder = builder.config(key, value)
 
     log_file, fd = new_driver_log(driver_log_dir(settings))
     try:
         with _stderr_to(fd), _gateway_stopped_if_cut_short():
+            _launch_gateway(launch)
+            # The SparkContext's conf is built in the running JVM over the gateway's socket: the
+            # secret confs are in it from the context's start (core confs such as spark.ssl.* are
+            # read only then; spark.hadoop.* reach the Hadoop configuration and the executors)
+            # without ever being on a command line, in an environment or in a file.
             spark = builder.getOrCreate()
     except Exception as exc:
         signals = interrupt.current()
@@ -161,6 +196,18 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
     _quiet_query_context_loggers()
     _quiet_teardown_at_exit(spark)
     return spark
+
+
+def _launch_gateway(conf: Mapping[str, str]) -> None:
+    """Start PySpark's JVM with ``conf`` on its command line, unless this process has one already
+    (a session stopped and built again, or a driver run by spark-submit: PySpark connects to it)."""
+    from pyspark import SparkConf, SparkContext
+
+    if SparkContext._gateway is not None:
+        return
+    launch = SparkConf(loadDefaults=False)
+    launch.setAll(list(conf.items()))
+    SparkContext._ensure_initialized(conf=launch)
 
 
 def _quiet_teardown_at_exit(spark: SparkSession) -> None:

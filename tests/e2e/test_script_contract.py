@@ -247,6 +247,19 @@ BAD_INPUT = {
         "--once",
         *NO_SPARK,
     ],
+    "ingest: a secret in JVM options (before Spark)": [
+        "ingest",
+        TABLE,
+        "--json",
+        "--source",
+        "generate",
+        "--total",
+        "1",
+        "--once",
+        "--conf",
+        "spark.driver.extraJavaOptions=-Djavax.net.ssl.trustStorePassword=pw",
+        *NO_SPARK,
+    ],
     "read: --as-of neither version nor time (before Spark)": [
         "read",
         TABLE,
@@ -328,3 +341,61 @@ def test_an_unreachable_broker_is_a_warning_where_the_rest_still_shows(
     assert result.returncode == 0, result.stderr
     assert _json(result)["name"] == OFFLINE
     assert "warning:" in result.stderr and "cannot reach Kafka at 127.0.0.1:1" in result.stderr
+
+
+# -- ingest: a table's own files are never its input (issue 18 item 4) --------------------------
+
+
+def _delta_dir(path: Path) -> Path:
+    (path / "_delta_log").mkdir(parents=True, exist_ok=True)
+    return path
+
+
+OWN_FILES = {
+    "source: the table's directory": lambda r: ["--source", "wh/db/orders"],
+    "source: its _delta_log": lambda r: ["--source", "wh/db/orders/_delta_log"],
+    "source: the warehouse": lambda r: ["--source", "wh"],
+    "source: a link into the table": lambda r: ["--source", "to-the-table"],
+    "source: file: URI of the table": lambda r: ["--source", (r / "wh/db/orders").as_uri()],
+    "source: above the warehouse": lambda r: ["--source", "."],
+    "source: a Delta table elsewhere": lambda r: ["--source", "other-delta"],
+    "source: holding a Delta table": lambda r: ["--source", "holder"],
+    "checkpoint: in the table": lambda r: ["--source", "in", "--checkpoint", "wh/db/orders/cp"],
+    "checkpoint: in the warehouse": lambda r: ["--source", "in", "--checkpoint", "wh/db/cp"],
+    "checkpoint: in a Delta table": lambda r: ["--source", "in", "--checkpoint", "other-delta/x"],
+}
+
+
+@pytest.mark.parametrize("args", OWN_FILES.values(), ids=OWN_FILES.keys())
+def test_ingest_refuses_a_table_s_own_files_before_spark(setup: Setup, args: Any) -> None:
+    root = setup.root
+    _delta_dir(root / "other-delta")
+    _delta_dir(root / "holder" / "nested" / "t")
+    (root / "in").mkdir(exist_ok=True)
+    if not (root / "to-the-table").is_symlink():
+        (root / "to-the-table").symlink_to(root / "wh" / "db" / "orders")
+    result = setup.run("ingest", TABLE, "--json", "--once", "--format", "json", *args(root),
+                       *NO_SPARK)  # fmt: skip
+    assert result.returncode == EXIT_INVALID_INPUT, (result.returncode, result.stderr)
+    assert result.stdout == ""
+    assert "table's own files" in result.stderr or "inside a table's files" in result.stderr
+    assert "hint:" in result.stderr
+    _clean_stderr(result)
+
+
+def test_ingest_skips_a_fifo_with_a_warning_and_allows_its_own_checkpoint_dir(
+    setup: Setup,
+) -> None:
+    # Both pass the checks before Spark: the nonsense master then fails the start (exit 1).
+    src = setup.root / "with-fifo"
+    src.mkdir(exist_ok=True)
+    (src / "a.json").write_text('{"id": 1}\n')
+    if not (src / "pipe.json").exists():
+        os.mkfifo(src / "pipe.json")
+    own = setup.root / "wh" / "db" / "orders" / "_logstore" / "checkpoints" / "other-job"
+    result = setup.run("ingest", TABLE, "--json", "--once", "--source", str(src), "--checkpoint",
+                       str(own), *NO_SPARK)  # fmt: skip
+    assert result.returncode == EXIT_FAILURE, (result.returncode, result.stderr)
+    assert "warning: skipping 1 entry of the source that is not a regular file" in result.stderr
+    assert str(src / "pipe.json") in result.stderr
+    _clean_stderr(result)

@@ -5,7 +5,10 @@ Spark writes its driver log and SQL warehouse under the state dir, never into th
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
+import select
 import stat
 import subprocess
 import sys
@@ -130,3 +133,92 @@ def test_no_pyspark_traceback_once_the_process_exits(mode: str, tmp_path: Path) 
         assert "EOFError" in proc.stdout, proc.stdout + proc.stderr[-3000:]
     else:
         assert proc.stdout == "", proc.stdout
+
+
+_SECRET_SCRIPT = """
+import json, sys
+from pathlib import Path
+from pyspark import SparkContext
+from logstore_cli.jobs.spark import SparkSettings, build_session
+
+work = Path(sys.argv[1])
+hadoop_secret, core_secret = sys.stdin.readline().split()  # not in argv: ps would show them
+spark = build_session(SparkSettings(master="local[1]", work_dir=work, conf={
+    "spark.hadoop.fs.s3a.secret.key": hadoop_secret,  # where docs/cluster.md sends S3 keys
+    "spark.ssl.keyStorePassword": core_secret,  # a core conf: read only as the context starts
+}))
+jsc = spark.sparkContext._jsc
+print(json.dumps({
+    "jvm_pid": SparkContext._gateway.proc.pid,
+    "hadoop": jsc.hadoopConfiguration().get("fs.s3a.secret.key"),
+    # what Spark SQL's file sources and Delta give the file systems they open
+    "sql_hadoop": spark._jsparkSession.sessionState().newHadoopConf().get("fs.s3a.secret.key"),
+    "core": spark.sparkContext.getConf().get("spark.ssl.keyStorePassword"),
+}), flush=True)
+sys.stdin.readline()  # the JVM runs while the test samples every process
+"""
+
+
+def _readline(proc: subprocess.Popen[str], timeout: float) -> str:
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    return proc.stdout.readline() if ready else ""
+
+
+def _processes_showing(needles: tuple[str, ...]) -> list[str]:
+    """Every process's command line and environment (what this user can read) holding a needle."""
+    found = []
+    for proc_dir in Path("/proc").iterdir():
+        if not proc_dir.name.isdigit():
+            continue
+        for name in ("cmdline", "environ"):
+            try:
+                data = (proc_dir / name).read_bytes().decode("utf-8", "replace")
+            except OSError:  # gone, or another user's environment
+                continue
+            found += [f"{proc_dir.name}/{name}: {n}" for n in needles if n in data]
+    ps = subprocess.run(
+        ["ps", "-eww", "-o", "pid=,args="], capture_output=True, text=True, check=True
+    )
+    found += [
+        f"ps: {line[:200]}" for line in ps.stdout.splitlines() if any(n in line for n in needles)
+    ]
+    return found
+
+
+def test_secret_confs_never_reach_a_command_line_yet_take_effect(tmp_path: Path) -> None:
+    # Issue 18 item 1: PySpark passed every builder conf to spark-submit as `--conf k=v`, so the
+    # S3 secret key of [spark.conf] was in the JVM's command line for `ps` of any user.
+    hadoop_secret, core_secret = f"s3-{secrets.token_hex(12)}", f"ks-{secrets.token_hex(12)}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SECRET_SCRIPT, str(tmp_path / "spark")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(f"{hadoop_secret} {core_secret}\n")
+        proc.stdin.flush()
+        line = _readline(proc, timeout=300)
+        if not line:
+            proc.kill()
+            err = proc.communicate()[1]
+            pytest.fail(f"the session did not start ({proc.returncode}): {err[-3000:]}")
+        seen = json.loads(line)
+        jvm_cmdline = Path(f"/proc/{seen['jvm_pid']}/cmdline").read_bytes()
+        assert b"SparkSubmit" in jvm_cmdline  # the JVM is running while the processes are sampled
+        assert _processes_showing((hadoop_secret, core_secret)) == []
+        assert seen["hadoop"] == seen["sql_hadoop"] == hadoop_secret
+        assert seen["core"] == core_secret
+        for path in tmp_path.rglob("*"):  # nor in a file: driver log, properties, warehouse
+            if path.is_file():
+                data = path.read_bytes()
+                assert hadoop_secret.encode() not in data and core_secret.encode() not in data, path
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""

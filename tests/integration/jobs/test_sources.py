@@ -8,9 +8,13 @@ up-front checks need no query at all.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
@@ -403,6 +407,96 @@ def test_kafka_topic_json_values(spark: SparkSession, kafka_bootstrap: str, topi
     assert {r["id"]: r["v"] for r in rows if r[plan.ERROR] is None} == {1: "a", 3: "b", 5: "7"}
 
 
+# -- hostile files (issue 18 item 6) -------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _fifo_watch(fifo: Path) -> Iterator[list[float]]:
+    """Opens of ``fifo`` for reading, seen while the block runs. A reader blocks in its open until
+    a writer comes; the watcher is that writer (a non-blocking open succeeds only when a reader
+    waits), and it closes at once: the reader gets end-of-file, so a test can fail but never hang."""
+    seen: list[float] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.05):
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # no reader: the normal case
+                    continue
+                raise
+            seen.append(time.monotonic())
+            os.close(fd)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+
+
+def _parquet_file(path: Path) -> None:
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]}), path)
+
+
+FIFO_CASES = {
+    "json": ("data.json", lambda p: p.write_text('{"id": 1, "name": "a"}\n{"id": 2}\n'), {}),
+    # multiLine: CSV files Spark cannot split, so a FIFO would be one whole split to open
+    "csv multiLine": ("data.csv", lambda p: p.write_text("id,name\n1,a\n2,b\n"),
+                      {"header": "true", "multiLine": "true"}),
+    "parquet": ("data.parquet", _parquet_file, {}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "write", "options"), FIFO_CASES.values(), ids=FIFO_CASES.keys())
+def test_a_fifo_in_the_source_is_never_opened(
+    spark: SparkSession,
+    tmp_path: Path,
+    name: str,
+    write: Callable[[Path], None],
+    options: dict[str, str],
+) -> None:
+    # The sample before the stream opened it and waited for a writer for ever (issue 18 item 6).
+    source = tmp_path / "src"
+    source.mkdir()
+    write(source / name)
+    fifo = source / f"a-pipe{Path(name).suffix}"  # first by name: the first file sampled
+    os.mkfifo(fifo)
+    with _fifo_watch(fifo) as opened:
+        df = open_source(spark, _request(plan.DirectorySource(str(source), None), options=options))
+        rows = _collect(df, tmp_path / "checkpoint")  # Spark's own listing sees the FIFO too
+    assert opened == [], "the FIFO was opened"
+    assert sorted(r["id"] for r in rows) == [1, 2]
+    assert {r[plan.ORIGIN] for r in rows} == {str(source / name)}
+
+
+def test_deeply_nested_json_in_the_sample_is_quarantined(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Python's json parser raised RecursionError on the sample: `internal error` (issue 18 item 6).
+    depth = 20_000  # beyond Python's recursion limit and Jackson's nesting limit (1000)
+    nested = "[" * depth + "]" * depth
+    lines = [
+        '{"id": 1, "name": "a"}',
+        '{"id": 2, "name": ' + nested + "}",
+        nested,
+        '{"id": 3, "qty": {"a": ' + "{" * 3000 + "}" * 3000 + "}}",
+        '{"id": 4, "name": "d"}',
+    ]
+    source = tmp_path / "src"
+    source.mkdir()
+    _write(source / "a.json", "\n".join(lines) + "\n", age=0)
+    df = open_source(spark, _request(plan.DirectorySource(str(source), None)))
+    rows = _by_arrival(_collect(df, tmp_path / "checkpoint"))
+    assert [r["id"] for r in rows if r[plan.ERROR] is None] == [1, 4]
+    bad = [r for r in rows if r[plan.ERROR] is not None]
+    assert [r[plan.RAW] for r in bad] == lines[1:4]  # each kept whole for the quarantine
+    assert all(r[plan.ERROR] for r in bad)
+
+
 # -- up-front checks ----------------------------------------------------------------------------
 
 
@@ -449,6 +543,20 @@ def test_a_missing_or_unusable_source_path_is_refused(spark: SparkSession, tmp_p
         _request(plan.DirectorySource(str(empty), "json"), options={"multiLine": "true"}),
     )
     assert "JSON Lines" in message and "multiLine" in message
+
+
+def test_a_delta_table_s_own_directory_is_refused_on_any_file_system(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Issue 18 item 4, for the job API and remote URIs (the CLI checks local paths earlier).
+    table = _json_dir(tmp_path, "table", {"id": 1})
+    (table / "_delta_log").mkdir()
+    (table / "year=2024").mkdir()
+    (table / "year=2024" / "a.json").write_text('{"id": 1}\n')
+    message = _refused(spark, _request(plan.DirectorySource(table.as_uri(), "json")))
+    assert "holds a table's own files: it holds a _delta_log" in message
+    message = _refused(spark, _request(plan.DirectorySource(str(table / "year=2024"), None)))
+    assert "it is inside the Delta table file:" in message and str(table) in message
 
 
 def test_glob_characters_in_paths_are_refused(spark: SparkSession, tmp_path: Path) -> None:

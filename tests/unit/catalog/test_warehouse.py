@@ -103,3 +103,43 @@ def test_not_found_suggests_near_names(tmp_path: Path) -> None:
     with pytest.raises(TableNotFoundError) as info:
         wh.find_table(tmp_path, "db.order")
     assert info.value.hint == "did you mean 'db.orders'?"
+
+
+def test_a_table_s_own_files_are_found_at_above_and_below_a_path(tmp_path: Path) -> None:
+    # Issue 18 item 4: an ingest source inside a table re-read its old data files.
+    warehouse = tmp_path / "wh"
+    table = _commit(warehouse / "db" / "t")
+    (table / "part-0.parquet").write_bytes(b"PAR1")
+    other = _commit(tmp_path / "elsewhere" / "delta")  # a Delta table outside the warehouse
+    (other / "year=2024").mkdir()
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    (inputs / "link").symlink_to(table)
+
+    def why(path: Path, below: bool = True) -> str | None:
+        return wh.table_overlap(path, warehouse, below=below)
+
+    assert why(inputs / "link") is not None and "inside the warehouse" in str(why(inputs / "link"))
+    assert "inside the warehouse" in str(why(warehouse))
+    assert "inside the warehouse" in str(why(table / "_delta_log"))
+    assert "holds the warehouse" in str(why(tmp_path))
+    assert "_delta_log" in str(why(other))
+    assert "inside the Delta table" in str(why(other / "year=2024"))
+    assert "holds the Delta table" in str(why(tmp_path / "elsewhere"))
+    assert why(tmp_path / "elsewhere", below=False) is None  # a checkpoint beside a table is fine
+    assert "holds the Delta table" in str(why(inputs))  # its link below is followed, as by Spark
+    (inputs / "link").unlink()
+    (inputs / "a.json").write_text("{}\n")
+    assert why(inputs) is None
+    assert wh.delta_table_holding(other / "year=2024" / "x.parquet") == other.resolve()
+
+
+def test_the_search_below_skips_what_spark_skips_and_survives_loops(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    _commit(root / "_hidden" / "t")  # Spark reads nothing below a name starting with _ or .
+    _commit(root / ".git" / "t")
+    (root / "a").mkdir()
+    (root / "a" / "loop").symlink_to(root)
+    assert wh.delta_table_below(root) is None
+    _commit(root / "a" / "b" / "t")
+    assert wh.delta_table_below(root) == (root / "a" / "b" / "t")

@@ -153,3 +153,10 @@ def test_glob_characters_are_named_once_in_order() -> None:
     assert glob_characters("/data/in") == ""
     assert glob_characters("/data/in [1] (2) {a,b}*?[") == "[]{}*?"
     assert glob_characters("C:\\data") == "\\"
+
+
+def test_json_sample_skips_nesting_too_deep_for_python() -> None:
+    # json.loads raised RecursionError: the job ended in `internal error` (issue 18 item 6).
+    deep = "[" * 30_000 + "]" * 30_000
+    data = "\n".join(['{"id": 1}', deep, '{"id": 2, "v": ' + deep + "}", '{"id": 3}']).encode()
+    assert json_sample(data, complete=True) == [{"id": 1}, {"id": 3}]

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from logstore_cli.jobs.spark import DELTA_CONF, SparkSettings, session_conf
+from logstore_cli.errors import InvalidInputError
+from logstore_cli.jobs.spark import DELTA_CONF, SparkSettings, launch_conf, session_conf
 
 
 def test_local_session_gets_laptop_defaults_and_delta() -> None:
@@ -55,3 +56,28 @@ def test_a_relative_state_dir_gives_an_absolute_warehouse(
 def test_the_users_warehouse_dir_wins() -> None:
     conf = session_conf(SparkSettings(conf={"spark.sql.warehouse.dir": "/mine"}), [])
     assert conf["spark.sql.warehouse.dir"] == "/mine"
+
+
+def test_the_launch_command_line_gets_no_secret_conf() -> None:
+    conf = session_conf(
+        SparkSettings(conf={
+            "spark.hadoop.fs.s3a.secret.key": "s3cr3t",
+            "spark.hadoop.fs.s3a.access.key": "AKIA",
+            "spark.ssl.keyStorePassword": "pw",
+            "spark.logstore.x": "user=a password=pw",  # a secret by its value
+            "spark.hadoop.fs.s3a.aws.credentials.provider": "com.example.Provider",
+        }),
+        [],
+    )  # fmt: skip
+    launch = launch_conf(conf)
+    assert "s3cr3t" not in str(launch) and "AKIA" not in str(launch) and "pw" not in str(launch)
+    assert launch["spark.hadoop.fs.s3a.aws.credentials.provider"] == "com.example.Provider"
+    assert {k: v for k, v in conf.items() if k in launch} == launch  # the rest, unchanged
+    assert launch["spark.sql.extensions"] == DELTA_CONF["spark.sql.extensions"]
+
+
+def test_a_secret_in_jvm_options_is_refused() -> None:
+    # The launcher makes spark.driver.extraJavaOptions the JVM's own command line.
+    conf = {"spark.driver.extraJavaOptions": "-Djavax.net.ssl.trustStorePassword=pw"}
+    with pytest.raises(InvalidInputError, match=r"spark.driver.extraJavaOptions holds a secret"):
+        launch_conf(conf)
