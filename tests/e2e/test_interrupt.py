@@ -36,7 +36,11 @@ def _descendants(pid: int) -> set[int]:
     todo = [pid]
     while todo:
         parent = todo.pop()
-        for children in Path(f"/proc/{parent}/task").glob("*/children"):
+        try:
+            tasks = list(Path(f"/proc/{parent}/task").glob("*/children"))
+        except OSError:  # the process ended meanwhile
+            continue
+        for children in tasks:
             try:
                 kids = {int(p) for p in children.read_text().split()}
             except OSError:  # the task ended meanwhile
