@@ -13,6 +13,7 @@ checkpoint. A test-only fault hook (``LOGSTORE_FAULT_KILL_AT``) kills the proces
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import signal
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
     from logstore_cli.jobs.sources import SourceRequest
     from logstore_cli.kafka.admin import KafkaAdmin
     from logstore_cli.kafka.producer import LogProducer
+
+log = logging.getLogger(__name__)
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
@@ -316,11 +319,17 @@ class KafkaLogSink:
     Spark task can never send a record twice and every delivery is reported."""
 
     def __init__(
-        self, table: TableSpec, producer: LogProducer, admin: KafkaAdmin, topic: str
+        self,
+        table: TableSpec,
+        producer: LogProducer,
+        admin: KafkaAdmin,
+        topic: str,
+        max_bytes: int | None = None,
     ) -> None:
         self.producer = producer
         self.admin = admin
         self.topic = topic
+        self.max_bytes = max_bytes  # the largest key + value a record may carry (None: unchecked)
         self.schema = RowSchema.of(table)
         self.columns = [c.name for c in table.columns]
         self.keys = list(table.primary_key)
@@ -360,6 +369,40 @@ class KafkaLogSink:
                     hint="something else deletes records of the topic; check its retention",
                 )
         return Produced(table.num_rows, produced, offsets)
+
+    def mark_oversized(self, frame: DataFrame) -> DataFrame:
+        """Records too large for the topic become malformed ones (quarantined with their size and
+        the limit, in neither store) instead of failing every run of the epoch at delivery.
+
+        The size is the record's key and value as Spark's ``to_json`` writes them: the log's bytes
+        exactly where Spark encodes the table's types (``spark_json_identical``), within a few
+        bytes otherwise (the producer's own check then still refuses a record at the very edge)."""
+        if self.max_bytes is None:
+            return frame
+        opts = {"ignoreNullFields": "false"}
+        value = F.to_json(F.struct(*[F.col(_name(c)).alias(c) for c in self.columns]), opts)
+        size = F.octet_length(value)
+        if self.keys:
+            key = F.to_json(F.struct(*[F.col(_name(k)).alias(k) for k in self.keys]), opts)
+            size = size + F.octet_length(key)
+        too_large = F.col(plan.ERROR).isNull() & (size > F.lit(self.max_bytes))
+        reason = F.concat(
+            F.lit("too large for the log: the record's key and value are "),
+            size.cast("string"),
+            F.lit(
+                f" bytes, topic '{self.topic}' takes at most {self.max_bytes} (raise the topic's "
+                "max.message.bytes and the table's kafka.message.max.bytes, or write smaller rows)"
+            ),
+        )
+        return frame.withColumns(
+            {
+                plan.ERROR: F.when(too_large, reason).otherwise(F.col(plan.ERROR)),
+                # What the source gave when it kept it, else the row as the log would carry it.
+                plan.RAW: F.when(too_large, F.coalesce(F.col(plan.RAW), value)).otherwise(
+                    F.col(plan.RAW)
+                ),
+            }
+        )
 
     def publish_markers(self, marker: CommitMarker) -> None:
         _, value, headers = encode_marker(marker)
@@ -556,6 +599,9 @@ class EpochWriter:
         self.on_epoch(report)
 
     def run(self, batch: DataFrame, epoch: int) -> EpochReport:
+        log = self.protocol.log
+        if isinstance(log, KafkaLogSink):
+            batch = log.mark_oversized(batch)
         frame = batch.persist()
         try:
             arrival = list(frame.schema[plan.ARRIVAL].dataType.fieldNames())  # type: ignore[attr-defined]
@@ -564,17 +610,40 @@ class EpochWriter:
             frame.unpersist()
 
 
+def _log_limits(job: IngestJob, admin: KafkaAdmin) -> tuple[dict[str, str], int]:
+    """The producer's client properties, with its batches kept under the topic's
+    ``max.message.bytes`` (librdkafka fills a batch up to its own ``batch.size``, and the broker
+    refuses a batch above the topic's limit whole); and the largest key + value one record may
+    carry (see ``max_key_and_value_bytes``)."""
+    from logstore_cli.kafka.producer import LogProducer, max_key_and_value_bytes
+
+    assert job.kafka is not None
+    try:
+        info = admin.describe_topic(job.kafka.topic)
+        topic_configs = dict(info.configs) if info is not None else {}
+    except LogstoreError as exc:  # e.g. no DescribeConfigs ACL: Kafka's default is assumed
+        log.info("the configs of topic %s could not be read: %s", job.kafka.topic, exc.message)
+        topic_configs = {}
+    client = dict(job.kafka.client)
+    topic_max = topic_configs.get("max.message.bytes", "")
+    if topic_max.strip().isdigit() and "batch.size" not in client:
+        client["batch.size"] = str(max(1, int(topic_max) - BATCH_FRAMING))
+    conf = LogProducer.config_for(job.kafka.bootstrap, client, timeout_s=job.kafka.timeout_s)
+    return client, max_key_and_value_bytes(conf, topic_configs)
+
+
 def protocol_for(
     job: IngestJob,
     writer: str,
     lease: Lease,
     producer: LogProducer | None,
     admin: KafkaAdmin | None,
+    max_bytes: int | None = None,
 ) -> EpochProtocol[SparkBatch]:
     """The job's protocol over the Spark, Kafka and Delta ports its stores need."""
     log = None
     if job.stores.log and job.kafka is not None and producer is not None and admin is not None:
-        log = KafkaLogSink(job.table, producer, admin, job.kafka.topic)
+        log = KafkaLogSink(job.table, producer, admin, job.kafka.topic, max_bytes)
     table = DeltaCommitter(job.table, job.table_path) if job.stores.file else None
     return EpochProtocol(
         writer,
@@ -608,6 +677,8 @@ def acquire_lease(job: IngestJob) -> Lease:
 
     return Lease.acquire(job.table_path, job.paths.job, job.lease_ttl_s, table=job.table.name)
 
+
+BATCH_FRAMING = 128  # a record batch's own bytes at the broker, beyond its records
 
 GENERATE_ONCE_BATCH = 20_000  # changes per epoch of 'generate --once' (maxChangesPerBatch)
 
@@ -675,6 +746,7 @@ def start(
     ``acquire_lease``; released when the run ends, or here if the start fails)."""
     closers: list[Callable[[], None]] = [lease.release]
     markers: LogProducer | None = None
+    max_bytes: int | None = None
     admin: KafkaAdmin | None = None
     try:
         lease.keep_alive(job.lease_ttl_s / 4)
@@ -688,13 +760,13 @@ def start(
 
             admin = KafkaAdmin(job.kafka.bootstrap, job.kafka.client, timeout_s=job.kafka.timeout_s)
             closers.insert(0, admin.close)
+            client, max_bytes = _log_limits(job, admin)
             markers = LogProducer(
-                job.kafka.bootstrap, job.kafka.client, job.kafka.topic,
-                timeout_s=job.kafka.timeout_s,
-            )  # fmt: skip
+                job.kafka.bootstrap, client, job.kafka.topic, timeout_s=job.kafka.timeout_s
+            )
             closers.insert(0, markers.close)
             markers.partition_count()  # the topic exists and the brokers answer, before Spark
-        protocol = protocol_for(job, writer, lease, markers, admin)
+        protocol = protocol_for(job, writer, lease, markers, admin, max_bytes)
         protocol.start()  # the start-up rule, before the query can produce anything
         epoch_writer = EpochWriter(job, protocol, on_epoch)
         writer_stream = (

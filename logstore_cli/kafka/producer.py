@@ -143,6 +143,50 @@ class _Batch:
                 self.error = err
 
 
+# librdkafka's and Kafka's defaults: the producer's largest message, the broker's largest batch.
+_CLIENT_MAX_MESSAGE = 1_000_000
+_TOPIC_MAX_MESSAGE = 1_048_588
+# What a record costs beyond its key and value: its five headers (names and values, ~130 bytes)
+# and their framing in librdkafka's size check, the record and batch framing at the broker.
+RECORD_OVERHEAD = 512
+
+
+def max_key_and_value_bytes(
+    producer_config: Mapping[str, Any], topic_configs: Mapping[str, str]
+) -> int:
+    """The largest key plus value (bytes) that one record of the log may carry: under the
+    producer's ``message.max.bytes`` (librdkafka refuses a larger message before sending) and,
+    without compression, the topic's ``max.message.bytes`` (the broker refuses a larger batch;
+    its compressed size counts, which cannot be known ahead when the producer compresses). A
+    topic without its own setting gets Kafka's default: a broker whose default was lowered refuses
+    such records at delivery instead. Pure."""
+
+    def number(value: Any, default: int) -> int:
+        try:
+            return int(str(value).strip())
+        except (TypeError, ValueError):
+            return default
+
+    limit = number(
+        producer_config.get("message.max.bytes", _CLIENT_MAX_MESSAGE), _CLIENT_MAX_MESSAGE
+    )
+    compression = (
+        str(
+            producer_config.get(
+                "compression.type", producer_config.get("compression.codec", "none")
+            )
+        )
+        .strip()
+        .lower()
+    )
+    if compression in ("none", ""):
+        topic = number(
+            topic_configs.get("max.message.bytes", _TOPIC_MAX_MESSAGE), _TOPIC_MAX_MESSAGE
+        )
+        limit = min(limit, topic)
+    return max(0, limit - RECORD_OVERHEAD)
+
+
 class LogProducer:
     """Produces records to one topic in batches; :meth:`flush` ends a batch.
 

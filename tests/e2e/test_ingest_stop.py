@@ -36,7 +36,7 @@ from tests.e2e.test_interrupt import _alive, _cmdline, _descendants
 pytestmark = pytest.mark.stop
 
 START_DEADLINE_S = 240.0  # a JVM and a streaming query start slowly on a loaded 2-core machine
-EXIT_DEADLINE_S = 90.0  # after the signal: an epoch in flight may have to finish first
+EXIT_DEADLINE_S = 300.0  # after the signal: an epoch in flight finishes first (a minute at load 10)
 
 
 class Job:
