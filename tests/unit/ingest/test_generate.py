@@ -22,6 +22,7 @@ from logstore_cli.ingest.plan import GenerateSource
 from logstore_cli.logformat.values import encode_value, to_float32
 from logstore_cli.logformat.wire import RowKind
 from logstore_cli.model import ColumnSpec, TableSpec
+from tests.hypothesis_profiles import budget
 from tests.unit.logformat.strategies import SCALAR_TYPES, type_strings
 
 pytestmark = pytest.mark.unit
@@ -104,7 +105,7 @@ def encodes(t: TableSpec, row: dict[str, Any]) -> None:
 # -- the changelog -----------------------------------------------------------------------------------
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=budget(60))
 @given(
     keys=st.integers(1, 40),
     n=st.integers(0, 400),
@@ -123,7 +124,7 @@ def test_folding_the_records_gives_the_expected_state(
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=budget(60))
 @given(
     keys=st.integers(1, 30),
     n=st.integers(0, 300),
@@ -243,7 +244,7 @@ def test_expected_state_is_computed_per_key_not_by_replaying(
 # -- values ----------------------------------------------------------------------------------------
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=budget(80))
 @given(types=st.lists(type_strings, min_size=1, max_size=4), seed=st.integers(0, 2**20))
 def test_values_of_every_type_encode(types: list[str], seed: int) -> None:
     columns: list[tuple[str, str] | tuple[str, str, bool]] = [("k", "int", False)]
@@ -435,7 +436,7 @@ def test_a_once_stream_offers_everything_up_to_total() -> None:
     assert capped == [0, 2000, 4000, 5000]
 
 
-@settings(max_examples=200)
+@settings(max_examples=budget(200))
 @given(
     start=st.integers(0, 10**6),
     size=st.integers(0, 50_000),
