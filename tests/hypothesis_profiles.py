@@ -43,4 +43,6 @@ def load() -> str:
 
 def budget(examples: int) -> int:
     """``examples`` under the ci and dev profiles, scaled like the loaded profile's budget."""
-    return max(1, examples * settings.default.max_examples // BASE_EXAMPLES)
+    loaded = settings.default
+    assert loaded is not None  # conftest loads a profile before any test module is imported
+    return max(1, examples * loaded.max_examples // BASE_EXAMPLES)

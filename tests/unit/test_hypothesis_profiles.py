@@ -27,6 +27,7 @@ def _loaded(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> tuple[str, 
     before = settings.get_current_profile_name()
     try:
         name = hp.load()
+        assert settings.default is not None
         return name, settings.default, hp.budget(300)
     finally:
         settings.load_profile(before)
