@@ -12,4 +12,5 @@ echo "== ruff"
 echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"
-.venv/bin/python -m pytest "$@"
+# Derandomized Hypothesis unless asked otherwise (tests/hypothesis_profiles.py: ci, dev, thorough).
+HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" .venv/bin/python -m pytest "$@"

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import hypothesis_profiles
+
 pytest_plugins = [
     "tests.plugins.isolation",  # autouse: a clean LOGSTORE_* environment for every test
     "tests.plugins.kafka_broker",  # kafka_bootstrap (session), topic_name
@@ -25,6 +27,11 @@ TESTS = Path(__file__).parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Before the test modules are imported: their budget(n) reads the loaded profile.
+    try:
+        hypothesis_profiles.load()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     # A shell starts a background job (`scripts/test.sh &`) with SIGINT ignored, and children
     # inherit that: the CLIs the Ctrl-C tests start would then never see their SIGINT. A handler
     # here is reset to the default in every child at exec.

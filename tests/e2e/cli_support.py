@@ -14,6 +14,8 @@ import pyarrow as pa
 from deltalake import CommitProperties, Transaction, write_deltalake
 
 from logstore_cli.catalog.tables import load_table
+from logstore_cli.config import KafkaConfig
+from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.kafka.producer import LogProducer
 from logstore_cli.logformat.wire import (
@@ -26,7 +28,9 @@ from logstore_cli.logformat.wire import (
     encode_change,
     encode_marker,
 )
-from tests.deltalog import write_table
+from logstore_cli.provision import service
+from logstore_cli.provision.kafka_topics import KafkaTopicStore
+from tests.deltalog import JsonDeltaStore, write_table
 
 TIMEOUT_S = 15.0
 
@@ -98,3 +102,15 @@ def keyed_table(tmp_path: Path, bootstrap: str, topic: str, name: str = "db.orde
         admin.create_topic(topic, 2, 1, {})
     schema = RowSchema.of(load_table(tmp_path / "wh", name).spec)
     return Writer(table, bootstrap, topic, schema)
+
+
+def create_tables(warehouse: Path, ddl: str) -> None:
+    """What ``logstore create-table`` makes of ``ddl`` (the provisioning service: its checks, its
+    Kafka topics), with the Delta tables written without Spark (``JsonDeltaStore``): for the tests
+    that need a table, not a test of create-table, whose CLI starts a Spark driver."""
+    topics = KafkaTopicStore(KafkaConfig(timeout_s=TIMEOUT_S))
+    try:
+        specs = parse_ddl(ddl, "t.sql", ParseOptions())
+        service.create_tables(specs, warehouse, service.Stores(JsonDeltaStore(warehouse), topics))
+    finally:
+        topics.close()

@@ -32,6 +32,7 @@ from logstore_cli.catalog.epochs import EpochCommit, epoch_commits
 from logstore_cli.catalog.tables import load_table
 from logstore_cli.logformat.wire import EpochId, RowKind, RowSchema
 from tests.deltalog import write_table
+from tests.e2e.cli_support import create_tables
 from tests.integration.jobs.ingest_support import normalized, orders_ddl
 from tests.integration.read.log_support import LogWriter, create_topic, end_offsets
 
@@ -118,8 +119,7 @@ class Ingested:
 def table(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) -> Ingested:
     root = tmp_path_factory.mktemp("read-cli")
     topic = f"t-{uuid.uuid4().hex[:12]}"
-    _ok(_cli(root, "create-table", "--sql", orders_ddl(TABLE, topic, kafka_bootstrap,
-                                                       partitions=PARTITIONS)))  # fmt: skip
+    create_tables(root / "wh", orders_ddl(TABLE, topic, kafka_bootstrap, partitions=PARTITIONS))
     ingest = _ok(_cli(root, "ingest", TABLE, "--source", "generate", "--total", str(TOTAL),
                       "--keys", "80", "--delete-ratio", "0.3", "--seed", "7", "--once", "--json",
                       "--source-option", "maxChangesPerBatch=200"))  # fmt: skip

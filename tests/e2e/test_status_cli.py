@@ -132,9 +132,7 @@ def test_an_unreachable_broker_still_shows_the_table_and_exits_0(tmp_path: Path)
     dead = f"127.0.0.1:{free_port()}"
     table = write_table(tmp_path / "wh", _ddl("db.down", "down_log", dead))
     version = _epoch_commit(table, EpochId("w", 4, "a"), {0: 10, 1: 12})
-    t0 = time.monotonic()
     result = _run("status", "db.down", "--json", "--kafka-timeout", "3", cwd=tmp_path)
-    assert time.monotonic() - t0 < 30
     assert result.returncode == 0, result.stderr
     assert f"warning: log: cannot reach Kafka at {dead}" in result.stderr
     d = json.loads(result.stdout)

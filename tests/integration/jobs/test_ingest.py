@@ -19,7 +19,7 @@ from logstore_cli.cli.ingest import build_job
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.ingest import plan
 from logstore_cli.jobs import ingest as job_api
-from logstore_cli.logformat.wire import CommitMarker, RowKind, decode
+from logstore_cli.logformat.wire import CommitMarker, EpochId, RowKind, decode
 
 from .ingest_support import (
     Change,
@@ -116,8 +116,13 @@ def test_a_rerun_epoch_only_republishes_its_markers(
     # the start-up rule and the re-run each add one marker per partition; no change record
     seen = {(b.partition, b.offset) for b in records_before}
     added = [r for r in records_after if (r.partition, r.offset) not in seen]
-    assert added and all(r.key is None and dict(r.headers)["logstore.kind"] == b"COMMIT"
-                         for r in added)  # fmt: skip
+    assert sorted(r.partition for r in added) == [0, 0, 1, 1]
+    assert all(r.key is None and dict(r.headers)["logstore.kind"] == b"COMMIT"
+               for r in added)  # fmt: skip
+    republished = CommitMarker(
+        EpochId(first[-1].writer, first[-1].epoch, first[-1].attempt), version
+    )
+    assert [decode(r.key, r.value, r.headers) for r in added] == [republished] * 4
     table = load_table(warehouse, "shop.orders").spec
     check_protocol(table, path, records_after)
     assert delta_state(path) == {k: normalized(v) for k, v in fold(log).items()}

@@ -10,6 +10,7 @@ Run alone with ``pytest -m crash``.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -18,13 +19,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
 from logstore_cli.catalog import epochs
 from logstore_cli.catalog.tables import load_table
-from logstore_cli.jobs.ingest import CRASH_POINTS, KILL_AT_ENV
+from logstore_cli.jobs.ingest import CRASH_POINTS, KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_FILE_ENV
 from logstore_cli.logformat.wire import decode
 
 from .ingest_support import (
@@ -44,6 +46,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.crash]
 
 FILES, PER_FILE = 3, 250
 KILLED = -signal.SIGKILL
+SEED_ENV = "LOGSTORE_TEST_CRASH_SEED"  # replays the random test's choices
 
 
 def _ingest(
@@ -150,23 +153,78 @@ def test_killed_at_a_crash_point_then_restarted(
     assert (counts["eventual_retractions"] > 0) == (point == "after-log"), counts
 
 
+def _wait_for_pause(proc: subprocess.Popen[str], pause: Path, timeout: float = 300) -> None:
+    """Until the driver holds the epoch at the pause point (it creates the file there)."""
+    deadline = time.monotonic() + timeout
+    while not pause.exists():
+        if proc.poll() is not None:
+            _, err = proc.communicate()
+            pytest.fail(f"the job ended (exit {proc.returncode}) before the pause:\n{err[-3000:]}")
+        assert time.monotonic() < deadline, f"the job did not reach the pause within {timeout}s"
+        time.sleep(0.1)  # poll interval of a condition with a deadline
+
+
+def _reported_epochs(out: str) -> dict[int, dict[str, Any]]:
+    """The epochs a run reported done (--json prints each, flushed, once the epoch returned)."""
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return {e["epoch"]: e for e in events if e.get("event") == "epoch"}
+
+
 def test_killed_at_random_times_then_restarted(
     setup: Callable[..., tuple[Path, Path, dict[int, dict[str, object]]]], tmp_path: Path,
     kafka_bootstrap: str, topic_name: str,
 ) -> None:  # fmt: skip
-    seed = int(os.environ.get("LOGSTORE_TEST_CRASH_SEED", time.time_ns() % 10_000))
+    """Three runs, each SIGKILLed a random time after a random epoch passed its before-log pause
+    (that epoch is then running); a kill counts as landed inside it when the run never reported
+    that epoch done. At least one must land, or the test proved nothing. The seed is printed;
+    ``LOGSTORE_TEST_CRASH_SEED=<seed>`` replays its choices (not the machine's timing)."""
+    seed = int(os.environ.get(SEED_ENV, time.time_ns() % 10_000))
+    print(f"\n{SEED_ENV}={seed}")
     rnd = random.Random(seed)
     warehouse, source, expected = setup(100 + seed, files=6)
-    kills = 0
-    for _ in range(3):
-        proc = _ingest(warehouse, source, tmp_path)
+    path = warehouse / "shop" / "orders"
+    # How long an epoch runs after before-log (produce, commit, markers): 1 s until measured on
+    # the reported epochs; the kill comes within 80% of it, so most kills land inside the epoch.
+    rests = [1.0]
+    landed: list[str] = []
+    for run in range(3):
+        # An epoch Delta has not committed yet: a committed one is only re-published (no pause).
+        committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
+        started_with = committed
+        held = min(max(committed, default=-1) + 1 + rnd.randrange(2), 5)
+        if held in committed:
+            break  # every epoch committed: nothing left to kill inside
+        pause = tmp_path / f"pause-{run}"
+        env = {PAUSE_AT_ENV: f"before-log:{held}", PAUSE_FILE_ENV: str(pause)}
+        proc = _ingest(warehouse, source, tmp_path, env)
+        _wait_for_pause(proc, pause)
+        delay = rnd.uniform(0.0, 0.8 * sum(rests) / len(rests))
+        pause.unlink()  # epoch `held` runs on; the kill lands a random moment later
         try:
-            proc.wait(timeout=rnd.uniform(6.0, 20.0))  # the kill lands at a random moment
+            proc.wait(timeout=delay)
+            killed = False
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-            kills += 1
-        _finish(proc)
+            killed = True
+        code, out, err = _finish(proc)
+        reported = _reported_epochs(out)
+        assert code == (KILLED if killed else 0), f"seed {seed}, run {run}:\n{err[-3000:]}"
+        committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
+        # the reports are read right: each epoch this run reported is in Delta, and at most the
+        # one in flight at the kill is in Delta unreported
+        ran = committed - started_with
+        done = {e for e, r in reported.items() if not r["republished"]}
+        assert done <= ran and len(ran - done) <= killed, (
+            f"{SEED_ENV}={seed}, run {run}: {sorted(done)} reported, {sorted(ran)} committed"
+        )
+        if killed and held not in reported:
+            phase = "after" if held in committed else "before"
+            landed.append(f"run {run}: epoch {held}, {delay:.2f}s in, {phase} its Delta commit")
+        measured = [e["phases"] for e in reported.values() if not e["republished"]]
+        if measured:
+            rests = [sum(p.get(k, 0.0) for k in ("log", "delta", "markers")) for p in measured]
+    print("kills inside a running epoch: " + ("; ".join(landed) or "none"))
+    assert landed, f"{SEED_ENV}={seed}: no kill landed inside a running epoch"
     _run_to_completion(warehouse, source, tmp_path)
     counts = _check(warehouse, expected, kafka_bootstrap, topic_name)
     assert counts["epochs"] == 6, f"seed {seed}"
-    del kills

@@ -21,6 +21,7 @@ from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.ddl.properties import resolve_log_store
 from logstore_cli.errors import DDLError
 from logstore_cli.names import part_problems
+from tests.hypothesis_profiles import budget
 
 pytestmark = pytest.mark.unit
 
@@ -98,8 +99,7 @@ def _check(text: str, options: ParseOptions) -> None:
 
 
 @settings(
-    max_examples=3000,
-    deadline=None,
+    max_examples=budget(3000),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(text=mutated(), with_default=st.booleans())
@@ -108,7 +108,7 @@ def test_mutated_ddl_raises_only_ddl_error(text: str, with_default: bool) -> Non
     _check(text, options)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=budget(300))
 @given(text=st.text(max_size=200))
 def test_arbitrary_text_raises_only_ddl_error(text: str) -> None:
     _check(text, ParseOptions())
@@ -161,7 +161,7 @@ def valid_table(draw: st.DrawFn) -> tuple[str, list[tuple[str, str]], list[str],
     return sql, list(zip(cols, types, strict=True)), pk, topic, database, name
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=budget(300))
 @given(case=valid_table())
 def test_valid_tables_round_trip(
     case: tuple[str, list[tuple[str, str]], list[str], str, str, str],

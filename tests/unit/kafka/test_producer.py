@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 import pickle
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -174,6 +174,21 @@ def test_bad_arguments_fail_before_any_network_call() -> None:
 
 
 @dataclass
+class FakeClock:
+    """The producer's clock (see the ``clock`` fixture): time passes only while a client given it
+    waits in poll/flush, by the time-out it was given, so a deadline is counted in waits, not in
+    how loaded the machine is."""
+
+    now: float = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wait(self, timeout: float) -> None:
+        self.now += max(timeout, 0.0)
+
+
+@dataclass
 class FakeClient:
     """``confluent_kafka.Producer`` in memory: keeps what is produced, reports deliveries on
     poll()/flush() as the settings below say."""
@@ -190,6 +205,7 @@ class FakeClient:
     offsets: defaultdict[int, int] = field(default_factory=lambda: defaultdict(int))
     metadata_reads: int = 0
     closed: bool = False
+    clock: FakeClock | None = None  # poll/flush wait on it
 
     def produce(
         self,
@@ -213,9 +229,13 @@ class FakeClient:
         self.queue.append((partition, callback))
 
     def poll(self, timeout: float = -1) -> int:
+        if self.clock is not None:
+            self.clock.wait(timeout)
         return self._serve()
 
     def flush(self, timeout: float = -1) -> int:
+        if self.clock is not None:
+            self.clock.wait(timeout)
         self._serve()
         return len(self.queue)
 
@@ -368,34 +388,49 @@ def test_a_full_queue_is_waited_out_by_serving_delivery_reports(clients: list[Fa
         assert sum(producer.flush().values()) == 11
 
 
-def test_a_queue_that_stays_full_fails_at_the_deadline(clients: list[FakeClient]) -> None:
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(kproducer, "time", SimpleNamespace(monotonic=fake.monotonic))
+    return fake
+
+
+def test_a_queue_that_stays_full_fails_at_the_deadline(
+    clients: list[FakeClient], clock: FakeClock
+) -> None:
     timeout_s = 0.3
     with LogProducer(BOOT, {}, TOPIC, timeout_s=timeout_s) as producer:
         producer.send(b"k", b"v", HEADERS)
         client = clients[0]
         client.capacity, client.deliver = 1, False
-        started = time.monotonic()
+        client.clock = clock
+        started = clock.now
         with pytest.raises(
             BrokerError, match=f"did not write to topic '{TOPIC}' within 0.3s"
         ) as info:
             producer.send(b"k2", b"v", HEADERS)
-        elapsed = time.monotonic() - started
-    assert timeout_s <= elapsed < timeout_s + kproducer._GRACE_S + 1
+        waited = clock.now - started
+    # it waited its time-out and grace, polling, and gave up at the first check past them
+    deadline = timeout_s + kproducer._GRACE_S
+    assert deadline <= waited <= deadline + kproducer._POLL_S + 1e-9
     assert "queue stayed full" in (info.value.detail or "")
 
 
 def test_flush_fails_at_the_deadline_when_records_stay_undelivered(
-    clients: list[FakeClient],
+    clients: list[FakeClient], clock: FakeClock
 ) -> None:
     timeout_s = 0.3
     with LogProducer(BOOT, {}, TOPIC, timeout_s=timeout_s) as producer:
         producer.send(b"k", b"v", HEADERS)
-        clients[0].deliver = False
-        started = time.monotonic()
+        client = clients[0]
+        client.deliver = False
+        client.clock = clock
+        started = clock.now
         with pytest.raises(BrokerError, match=f"within {timeout_s:g}s") as info:
             producer.flush()
-        elapsed = time.monotonic() - started
-    assert timeout_s <= elapsed < timeout_s + kproducer._GRACE_S + 1
+        waited = clock.now - started
+    # flushes of at most 0.5 s each, the last one ending at the deadline: no more, no less
+    assert waited == pytest.approx(timeout_s + kproducer._GRACE_S)
     assert info.value.detail == "1 record(s) not delivered"
 
 

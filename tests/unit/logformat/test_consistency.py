@@ -41,6 +41,7 @@ from logstore_cli.logformat.consistency import (
     decide_partitions,
 )
 from logstore_cli.logformat.wire import ChangeRecord, CommitMarker, EpochId, RowKind
+from tests.hypothesis_profiles import budget
 
 pytestmark = pytest.mark.unit
 
@@ -825,7 +826,7 @@ def run_resumed(
     return out + [e for o, i in rest for e in third.feed(o, i)]
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=budget(2000))
 @given(world=worlds(), data=st.data())
 def test_every_level_against_what_the_writer_committed(world: World, data: st.DataObject) -> None:
     all_committed: list[Emission] = []

@@ -24,6 +24,7 @@ from logstore_cli.logformat import (
 )
 from logstore_cli.logformat.values import parse_type
 from logstore_cli.logformat.wire import RecordDecoder
+from tests.hypothesis_profiles import budget
 from tests.unit.logformat.strategies import scalar_types, values_of
 
 pytestmark = pytest.mark.unit
@@ -112,7 +113,7 @@ def test_the_common_shape_takes_the_fast_path() -> None:
     assert _same(keyless, b'{"at":1}', value, headers)[0] == "error"  # a key without a PK
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=budget(300))
 @given(st.lists(scalar_types, min_size=1, max_size=4), st.data())
 def test_generated_rows_of_every_scalar_type_decode_alike(types: list[str], data: Any) -> None:
     columns = tuple((f"c{i}", t) for i, t in enumerate(types))
@@ -139,7 +140,7 @@ FAST_TYPES = ["tinyint", "smallint", "int", "bigint", "string", "boolean", "deci
               "date", "timestamp", "timestamp_ntz", "binary"]  # fmt: skip
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=budget(200))
 @given(st.lists(st.sampled_from(FAST_TYPES), min_size=1, max_size=5), st.data())
 def test_what_logstore_writes_takes_the_fast_path(types: list[str], data: Any) -> None:
     # The reader's speed rests on this: no call of decode() for the records logstore writes

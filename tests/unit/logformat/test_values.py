@@ -33,6 +33,7 @@ from logstore_cli.logformat.values import (
     shortest_repr,
     to_float32,
 )
+from tests.hypothesis_profiles import budget
 from tests.unit.logformat.strategies import (
     SCALAR_TYPES,
     decimal_types,
@@ -374,13 +375,11 @@ def _round_trip(value: Any, sql_type: str) -> None:
 
 
 @pytest.mark.parametrize("sql_type", SCALAR_TYPES)
-@settings(deadline=None)
 @given(data=st.data())
 def test_every_scalar_type_round_trips(sql_type: str, data: st.DataObject) -> None:
     _round_trip(data.draw(st.none() | values_of(parse_type(sql_type))), sql_type)
 
 
-@settings(deadline=None)
 @given(sql_type=decimal_types, data=st.data())
 def test_every_decimal_type_round_trips_at_its_scale(sql_type: str, data: st.DataObject) -> None:
     t = parse_type(sql_type)
@@ -391,7 +390,7 @@ def test_every_decimal_type_round_trips_at_its_scale(sql_type: str, data: st.Dat
     assert decoded.as_tuple().exponent == -t.scale
 
 
-@settings(deadline=None, max_examples=300)
+@settings(max_examples=budget(300))
 @given(sql_type=type_strings, data=st.data())
 def test_nested_types_round_trip(sql_type: str, data: st.DataObject) -> None:
     _round_trip(data.draw(values_of(parse_type(sql_type))), sql_type)

@@ -31,6 +31,7 @@ from logstore_cli.logformat import (
     parse_json,
 )
 from logstore_cli.logformat.values import parse_type
+from tests.hypothesis_profiles import budget
 from tests.unit.logformat.strategies import expected, same, type_strings, values_of
 
 pytestmark = pytest.mark.unit
@@ -439,7 +440,7 @@ def schemas_and_records(draw: st.DrawFn) -> tuple[RowSchema, ChangeRecord, Chang
     return schema, record, ChangeRecord(kind, key, typed, record.epoch)
 
 
-@settings(deadline=None, max_examples=200)
+@settings(max_examples=budget(200))
 @given(schemas_and_records())
 def test_change_records_round_trip(case: tuple[RowSchema, ChangeRecord, ChangeRecord]) -> None:
     schema, record, want = case

@@ -41,6 +41,7 @@ from logstore_cli.read.fold import (
     from_arrow,
     json_value,
 )
+from tests.hypothesis_profiles import budget
 
 from ..logformat.strategies import type_strings, values_of
 
@@ -243,7 +244,7 @@ def _arrow_value(value: Any, t: SqlType) -> Any:
     return value
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(300), suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), type_strings, st.booleans())
 def test_a_log_row_through_arrow_folds_to_the_same_image(
     data: st.DataObject, type_text: str, naive_timestamps: bool
