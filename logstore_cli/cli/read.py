@@ -21,7 +21,7 @@ from rich.text import Text
 
 from logstore_cli.cli.context import Context, make_context
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
-from logstore_cli.cli.output import Output, key_value_table
+from logstore_cli.cli.output import Output, clean, key_value_table, text
 from logstore_cli.config import Overrides, Uses, local_path
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.interrupt import StopOnCtrlC
@@ -74,10 +74,10 @@ class TerminalTable:
         if self.follow:
             line = Text.assemble((f"{kind.value:<3}", _KIND_STYLE.get(kind.value, "")), " ")
             line.append(
-                "  ".join(f"{n}={c}" for n, c in zip(self.schema.names, cells, strict=True))
+                clean("  ".join(f"{n}={c}" for n, c in zip(self.schema.names, cells, strict=True)))
             )
             if where:
-                line.append(f"  {where}", style="dim")
+                line.append(clean(f"  {where}"), style="dim")
             self.console.print(line, soft_wrap=True)
         elif len(self.rows) < self.cap:
             self.rows.append((kind.value, cells, where))
@@ -90,13 +90,13 @@ class TerminalTable:
     def render(self, title: str) -> None:
         if self.follow:
             return
-        table = Table(title=Text(title), title_justify="left")
+        table = Table(title=text(title), title_justify="left")
         table.add_column("kind", no_wrap=True)
         for name in self.schema.names:
-            table.add_column(Text(name), overflow="fold")
+            table.add_column(text(name), overflow="fold")
         table.add_column("at", style="dim", no_wrap=True)
         for kind, cells, where in self.rows:
-            table.add_row(Text(kind, _KIND_STYLE.get(kind, "")), *map(Text, cells), Text(where))
+            table.add_row(Text(kind, _KIND_STYLE.get(kind, "")), *map(text, cells), text(where))
         self.console.print(table)
 
 

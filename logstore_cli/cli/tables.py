@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console, Group
 from rich.panel import Panel
-from rich.text import Text
 
 from logstore_cli.cli.context import Context, make_context, open_stores, parse_pairs
 from logstore_cli.cli.options import JsonOpt, config_options
 from logstore_cli.cli.options import TableArg as TableArg  # status.py imports it from here
-from logstore_cli.cli.output import Output, key_value_table, simple_table
+from logstore_cli.cli.output import Output, first_line, key_value_table, simple_table, text
 from logstore_cli.config import Overrides, Uses
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.model import BROKER_DEFAULT
@@ -191,7 +190,7 @@ def _render_describe(console: Console, d: dict[str, Any]) -> None:
         parts.append(simple_table("Properties", ["key", "value"], list(d["properties"].items())))
     if d["secret_keys_not_stored"]:
         parts.append(
-            Text(
+            text(
                 "secrets not stored with the table (supply them in the config's [kafka.client]): "
                 + ", ".join(d["secret_keys_not_stored"]),
                 style="dim",
@@ -199,7 +198,7 @@ def _render_describe(console: Console, d: dict[str, Any]) -> None:
         )
     # soft_wrap off: the plain console (no terminal) soft-wraps, which crops text inside a panel
     console.print(
-        Panel(Group(*parts), title=Text(d["name"], style="bold"), title_align="left", expand=False),
+        Panel(Group(*parts), title=text(d["name"], style="bold"), title_align="left", expand=False),
         soft_wrap=False,
     )
 
@@ -218,18 +217,18 @@ def list_tables(
     rows = list_catalog(ctx.warehouse, default_bootstrap=ctx.default_bootstrap)
     for row in rows:
         if row.error:
-            out.warning(f"{row.name}: {row.error}")
+            out.warning(f"{row.name}: {first_line(row.error)}")  # --json has the whole text
 
     def render(console: Console) -> None:
         if not rows:
-            console.print(Text(f"no tables in {ctx.warehouse}"))
+            console.print(text(f"no tables in {ctx.warehouse}"))
             return
         console.print(
             simple_table(
                 f"Tables in {ctx.warehouse}",
                 ["table", "version", "columns", "primary key", "log store"],
                 [(r.name, r.version, r.columns, ", ".join(r.primary_key),
-                  f"error: {r.error}" if r.error else (
+                  f"error: {first_line(r.error)}" if r.error else (
                       f"{r.log_store.topic} ({r.log_store.consistency.value})"
                       if r.log_store else "off")) for r in rows],
             )
