@@ -1,3 +1,3 @@
-from logstore_cli.cli.app import main
+from logstore_cli.cli.entry import main
 
 main()

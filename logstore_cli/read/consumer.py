@@ -839,6 +839,7 @@ class LogReader:
         lost = False  # follow: the cluster is down and that was reported
         next_probe = 0.0
         next_discovery = time.monotonic() + DISCOVER_EVERY_S
+        gone = 0  # follow: metadata checks in a row that found the topic deleted
         while active:
             if stop():
                 return
@@ -916,6 +917,16 @@ class LogReader:
                         )
                 if not lost and now >= next_discovery:
                     next_discovery = now + DISCOVER_EVERY_S
+                    if self._topic_gone():
+                        # Once more a probe later: a single answer might come from a broker that
+                        # has not caught up yet. librdkafka keeps fetching a deleted topic's
+                        # partitions without an error, so without this the read waits for ever.
+                        gone += 1
+                        if gone >= 2:
+                            raise self._deleted()
+                        next_discovery = now + _PROBE_EVERY_S
+                        continue
+                    gone = 0
                     added = self._new_partitions(positions)
                     for partition, low in added.items():
                         positions[partition] = reader_positions[partition] = low
@@ -930,6 +941,24 @@ class LogReader:
                 )
             elif active:
                 source._raise_if_fatal()
+
+    def _topic_gone(self) -> bool:
+        """Whether a broker says now that the topic does not exist (a following read); False when
+        no broker answers (the connection checks handle that)."""
+        try:
+            metadata = self._source._client().list_topics(self.topic, timeout=_STEP_MAX_S)
+        except KafkaException:
+            return False
+        topic = metadata.topics.get(self.topic)
+        return topic is None or (topic.error is not None and topic.error.code() in _NOT_FOUND)
+
+    def _deleted(self) -> TopicNotFoundError:
+        return TopicNotFoundError(
+            f"Kafka topic '{self.topic}' was deleted while the read followed it (at "
+            f"{self._source.conf.bootstrap})",
+            hint="the changes read until then were written out; the table's log went with the "
+            "topic: find out who deleted it before ingesting or reading again",
+        )
 
     def _new_partitions(self, known: Mapping[int, int]) -> dict[int, int]:
         """Partitions added to the topic since the read began (a following read), each with its
