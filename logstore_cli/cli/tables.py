@@ -23,6 +23,7 @@ from logstore_cli.model import BROKER_DEFAULT
 
 if TYPE_CHECKING:
     from logstore_cli.model import TableSpec
+    from logstore_cli.provision.service import LiveWriter
 
 DeleteTopicOpt = Annotated[
     bool, typer.Option("--delete-topic", help="Also delete the table's Kafka topic.")
@@ -257,6 +258,14 @@ def alter_table(
     ] = False,
     adopt_topic: AdoptTopicOpt = False,
     dry_run: DryRunOpt = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Change it even while an ingest job writes the table: that job's next commit "
+            "conflicts and it stops.",
+        ),
+    ] = False,
     json_: JsonOpt = False,
     *,
     overrides: Overrides,
@@ -274,8 +283,9 @@ def alter_table(
         result = alter_service(
             stored, stores, changes, removals, warehouse=ctx.warehouse,
             delete_topic=delete_topic, adopt_topic=adopt_topic,
-            default_bootstrap=ctx.default_bootstrap, dry_run=dry_run,
+            default_bootstrap=ctx.default_bootstrap, dry_run=dry_run, force=force,
         )  # fmt: skip
+    _warn_forced(out, result.forced_past, "altered")
     out.success(f"{result.table}: {'would change' if dry_run else 'changed'} properties")
     for line in result.topic.describe() if result.topic else []:
         out.info(line)
@@ -287,6 +297,14 @@ def drop_table(
     table: TableArg,
     delete_topic: DeleteTopicOpt = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Drop it even while an ingest job writes the table: that job fails at its next "
+            "commit.",
+        ),
+    ] = False,
     json_: JsonOpt = False,
     *,
     overrides: Overrides,
@@ -298,6 +316,7 @@ def drop_table(
     """
     from logstore_cli.catalog.tables import load_ref
     from logstore_cli.catalog.warehouse import find_table
+    from logstore_cli.provision.service import check_droppable
     from logstore_cli.provision.service import drop_table as drop_service
 
     ctx = make_context(overrides)
@@ -309,6 +328,7 @@ def drop_table(
     what = f"table '{ref.name}' ({ref.path})"
     if delete_topic and spec is not None and spec.log_store:
         what += f" and topic '{spec.log_store.topic}'"
+    check_droppable(ref, force=force)  # before asking: a refusal needs no answer
     if not yes:
         if not sys.stdin.isatty():
             raise InvalidInputError(
@@ -321,7 +341,16 @@ def drop_table(
     with open_stores(ctx) as stores:  # dropping removes a directory: Spark never starts
         result = drop_service(
             ref, spec, stores, warehouse=ctx.warehouse, delete_topic=delete_topic,
-            default_bootstrap=ctx.default_bootstrap,
+            default_bootstrap=ctx.default_bootstrap, force=force,
         )  # fmt: skip
+    _warn_forced(out, result.forced_past, "dropped")
     out.success(f"dropped {what}")
     out.emit(result.to_json())
+
+
+def _warn_forced(out: Output, writer: LiveWriter | None, done: str) -> None:
+    if writer is not None:
+        out.warning(
+            f"{done} while {writer.info.holder} writes the table (--force): that job fails at "
+            "its next commit"
+        )
