@@ -917,7 +917,8 @@ class LogReader:
                         )
                 if not lost and now >= next_discovery:
                     next_discovery = now + DISCOVER_EVERY_S
-                    if self._topic_gone():
+                    added = self._new_partitions(positions)
+                    if added is None:
                         # Once more a probe later: a single answer might come from a broker that
                         # has not caught up yet. librdkafka keeps fetching a deleted topic's
                         # partitions without an error, so without this the read waits for ever.
@@ -927,7 +928,6 @@ class LogReader:
                         next_discovery = now + _PROBE_EVERY_S
                         continue
                     gone = 0
-                    added = self._new_partitions(positions)
                     for partition, low in added.items():
                         positions[partition] = reader_positions[partition] = low
                         ends[partition] = _NO_END
@@ -942,16 +942,6 @@ class LogReader:
             elif active:
                 source._raise_if_fatal()
 
-    def _topic_gone(self) -> bool:
-        """Whether a broker says now that the topic does not exist (a following read); False when
-        no broker answers (the connection checks handle that)."""
-        try:
-            metadata = self._source._client().list_topics(self.topic, timeout=_STEP_MAX_S)
-        except KafkaException:
-            return False
-        topic = metadata.topics.get(self.topic)
-        return topic is None or (topic.error is not None and topic.error.code() in _NOT_FOUND)
-
     def _deleted(self) -> TopicNotFoundError:
         return TopicNotFoundError(
             f"Kafka topic '{self.topic}' was deleted while the read followed it (at "
@@ -960,18 +950,21 @@ class LogReader:
             "topic: find out who deleted it before ingesting or reading again",
         )
 
-    def _new_partitions(self, known: Mapping[int, int]) -> dict[int, int]:
+    def _new_partitions(self, known: Mapping[int, int]) -> dict[int, int] | None:
         """Partitions added to the topic since the read began (a following read), each with its
-        earliest offset: everything in them was written after the read began. Best effort: what
-        cannot be asked now is asked at the next check."""
+        earliest offset: everything in them was written after the read began; None when a broker
+        says the topic does not exist. Best effort: what cannot be asked now is asked at the next
+        check."""
         client = self._source._client()
         try:
             metadata = client.list_topics(self.topic, timeout=_STEP_MAX_S)
         except KafkaException:
             return {}
         topic = metadata.topics.get(self.topic)
-        if topic is None or topic.error is not None:
-            return {}  # a deleted topic or a refusal shows in the records' errors
+        if topic is None or (topic.error is not None and topic.error.code() in _NOT_FOUND):
+            return None
+        if topic.error is not None:
+            return {}  # a refusal shows in the records' errors
         added: dict[int, int] = {}
         for partition in sorted(set(topic.partitions) - set(known)):
             try:
