@@ -193,6 +193,15 @@ class _Levels(logging.Filter):
         return record.levelno >= (self.ours if mine else self.others)
 
 
+class _Cleaned(logging.Filter):
+    """A record's message with its control characters escaped (``clean``): log records quote
+    brokers, files and records too."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = clean(record.getMessage()), None
+        return True
+
+
 class _MessageHandler(logging.Handler):
     """A record as the CLI's own ``warning:`` or ``error:`` line."""
 
@@ -228,6 +237,7 @@ def setup_logging(*, verbose: bool) -> None:
 
         handler = RichHandler(console=_stderr_console(), markup=False)
         handler.addFilter(_Levels(logging.DEBUG, logging.WARNING))
+        handler.addFilter(_Cleaned())
     else:
         handler = _MessageHandler()
         handler.addFilter(_Levels(logging.WARNING, logging.CRITICAL + 1))

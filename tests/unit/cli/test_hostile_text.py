@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -140,3 +141,20 @@ def test_list_shows_the_first_line_of_a_corrupt_tables_error(table: Path) -> Non
     cell = [line for line in result.stdout.splitlines() if "db.orders" in line]
     assert len(cell) == 1 and "error:" in cell[0], result.stdout
     assert "<unknown>" not in result.stdout + result.stderr  # delta-rs's backtrace frames
+
+
+@pytest.mark.parametrize("verbose", [False, True], ids=["quiet", "verbose"])
+def test_log_records_print_no_raw_control_character(
+    capsys: pytest.CaptureFixture[str], verbose: bool
+) -> None:
+    from logstore_cli.cli.output import setup_logging
+
+    setup_logging(verbose=verbose)
+    try:
+        logging.getLogger("logstore_cli.read.consumer").warning("broker said %s", HOSTILE)
+    finally:
+        setup_logging(verbose=False)
+    err = capsys.readouterr().err
+    assert "broker said j\\x1b[31mRED" in err
+    for raw in RAW:
+        assert raw not in err
