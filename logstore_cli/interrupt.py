@@ -57,7 +57,9 @@ class Signals:
         if threading.current_thread() is not threading.main_thread():
             return
         for signum in STOP_SIGNALS:
-            self._previous[signum] = signal.signal(signum, self._handle)
+            # A signal ignored when we start stays ignored (a shell's background job, nohup).
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                self._previous[signum] = signal.signal(signum, self._handle)
         with contextlib.suppress(OSError, ValueError):
             r, w = os.pipe()
             os.set_blocking(r, False)
@@ -72,8 +74,7 @@ class Signals:
 
     def close(self) -> None:
         for signum, previous in self._previous.items():
-            if previous is not None:
-                signal.signal(signum, previous)
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)
         self._previous.clear()
         if self._fds is not None:
             signal.set_wakeup_fd(self._previous_fd)
@@ -85,7 +86,7 @@ class Signals:
         """Put our handler back where another took its place (Spark's, when its context starts)."""
         if threading.current_thread() is not threading.main_thread():
             return
-        for signum in STOP_SIGNALS:
+        for signum in self._previous:
             if signal.getsignal(signum) != self._handle:
                 signal.signal(signum, self._handle)
 

@@ -64,6 +64,10 @@ _TMP_PREFIX = f".{LEASE_FILE}."
 _TMP_SUFFIX = ".tmp"
 _MAX_LEASE_BYTES = 64 * 1024  # a lease is a few hundred bytes; anything larger is not one
 LOCK_WAIT_S = 10.0  # the lock is held for one small read and write: waiting longer means a hang
+# Bounds of a lease's fields: a file anyone could edit must not reach datetime (OverflowError past
+# year 9999) or os.kill (OverflowError past a C int) with a value no job could have written.
+MAX_TIME = 253_402_300_799.0  # 9999-12-31T23:59:59Z
+MAX_PID = 2**22  # Linux's pid_max limit
 
 _log = logging.getLogger(__name__)
 
@@ -71,8 +75,12 @@ Clock = Callable[[], float]
 
 
 def local_time(ts: float) -> str:
-    """``ts`` (seconds since the epoch) as local ISO time with its UTC offset."""
-    return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+    """``ts`` (seconds since the epoch) as local ISO time with its UTC offset; a value the platform
+    cannot show as a date (``LeaseInfo`` refuses those, this is the last line) as the number."""
+    try:
+        return datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, ValueError, OSError):
+        return f"{ts!r} s after 1970 (not a valid time)"
 
 
 @dataclass(frozen=True)
@@ -117,16 +125,18 @@ class LeaseInfo:
             if not isinstance(data.get(name), str) or not data[name]:
                 raise ValueError(f"{name!r} is not a non-empty string")
         pid = data.get("pid")
-        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-            raise ValueError("'pid' is not a positive integer")
+        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= MAX_PID:
+            raise ValueError(f"'pid' is not a process id (an integer from 1 to {MAX_PID})")
         times = {}
         for name in ("acquired_at", "expires_at"):
             value = data.get(name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"{name!r} is not a number")
-            if not math.isfinite(value):
-                raise ValueError(f"{name!r} is not finite")
+            if not 0 <= value <= MAX_TIME:  # NaN compares false; a huge int compares exactly
+                raise ValueError(f"{name!r} is not a time (seconds since 1970, up to year 9999)")
             times[name] = float(value)
+        if times["expires_at"] < times["acquired_at"]:
+            raise ValueError("'expires_at' is before 'acquired_at'")
         process = data.get("process")
         if process is not None and not isinstance(process, str):
             raise ValueError("'process' is not a string")

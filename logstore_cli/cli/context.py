@@ -30,13 +30,17 @@ class Context:
 
     @cached_property
     def default_bootstrap(self) -> str | None:
-        """The config's brokers, else the local broker when 'logstore broker start' runs one."""
+        """The config's brokers, else the local broker's ('logstore broker start'): where it runs,
+        else where it ran last (stopped: Delta-only commands still resolve the table, and a
+        command that needs Kafka fails as unreachable, naming that address)."""
         if self.config.kafka.bootstrap_servers:
             return self.config.kafka.bootstrap_servers
         from logstore_cli.kafka import local_broker
         from logstore_cli.paths import state_home
 
-        return local_broker.local_bootstrap(state_home())  # a cluster: every node's address
+        home = state_home()
+        # a cluster: every node's address
+        return local_broker.local_bootstrap(home) or local_broker.last_local_bootstrap(home)
 
     def load_table(self, name: str) -> StoredTable:
         """The table ``name`` of the warehouse, its model rebuilt from its Delta metadata."""

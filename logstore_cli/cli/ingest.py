@@ -23,7 +23,7 @@ from rich.text import Text
 
 from logstore_cli.cli.context import Context, make_context, parse_pairs
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
-from logstore_cli.cli.output import Output, key_value_table
+from logstore_cli.cli.output import Output, clean, key_value_table
 from logstore_cli.config import Overrides, Uses, local_path
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.ingest import plan
@@ -202,7 +202,7 @@ class Progress:
         # rows/s from the first epoch's start: Spark's start-up and planning are not ingest time
         rate = "-" if first is None else f"{rows / max(now - first, 1e-9):,.0f}"
         text = Text.assemble(
-            ("ingest ", "bold"), (self.table, "cyan"), f" ({self.job.stores.describe()})  ",
+            ("ingest ", "bold"), (clean(self.table), "cyan"), clean(f" ({self.job.stores.describe()})  "),
             f"epochs {epochs}  rows {rows:,}  {rate} rows/s  ",
             ("quarantined ", "yellow" if quarantined else ""), f"{quarantined}  ",
             (f"{now - self.started:,.0f} s", "dim"),

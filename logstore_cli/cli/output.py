@@ -4,13 +4,16 @@ Commands build plain data (dicts, lists) and, for people, a render function; ``O
 the data as JSON on stdout in JSON mode, or lets the render function draw it. Messages, diagnostics,
 errors and log records go to stderr, so stdout stays parseable. Every text that reaches the terminal
 is plain text: names, values, paths and messages are never read as Rich markup (a ``[/red]`` in a
-table name is printed as it is).
+table name is printed as it is), and their control characters are shown escaped (``clean``): a lease
+file, a Delta log, a record or a broker's error must not be able to move the cursor, retitle the
+window or hide text.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -24,6 +27,41 @@ if TYPE_CHECKING:
     from logstore_cli.errors import Diagnostic
 
 Renderer = Callable[[Console], None]
+
+# C0 and C1 controls (ESC starts terminal sequences; CR and BS overwrite what was printed) but
+# newline and tab, and the Unicode format controls that reorder or hide text (bidi overrides and
+# isolates, zero-width space, word joiner, BOM). ZWNJ/ZWJ are left alone: scripts and emoji use them.
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clean(value: object) -> str:
+    """``value`` as text safe for a terminal: each control character shown escaped (``\\x1b``).
+
+    Every text from a file, a record or the network goes through here on its way to the terminal
+    (``Output``'s messages and tables do it themselves; ``text`` for other renderables).
+    """
+    return _UNSAFE.sub(_escaped, value if isinstance(value, str) else str(value))
+
+
+def first_line(value: object) -> str:
+    """The first non-empty line of ``value``, cleaned, with ``…`` when more lines followed: for one
+    table cell holding an error whose detail (a Rust or Java backtrace) belongs elsewhere."""
+    lines = [line.strip() for line in str(value).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    return clean(lines[0]) + (" …" if len(lines) > 1 else "")
+
+
+def text(value: object, style: str = "") -> Text:
+    """A Rich ``Text`` of ``value``, cleaned: never markup, never a control sequence."""
+    return Text(clean(value), style=style)
 
 
 def _stdout_console() -> Console:
@@ -73,28 +111,28 @@ class Output:
         if self.json_mode or not self.err.is_terminal:
             yield
             return
-        with self.err.status(Text(message)):
+        with self.err.status(text(message)):
             yield
 
     def info(self, message: str) -> None:
         """A progress or status line for people; silent in JSON mode."""
         if not self.json_mode:
-            self.err.print(Text(message))
+            self.err.print(text(message))
 
     def success(self, message: str) -> None:
         if not self.json_mode:
-            self.err.print(Text.assemble(("✓", "green"), " ", message))
+            self.err.print(Text.assemble(("✓", "green"), " ", clean(message)))
 
     def warning(self, message: str) -> None:
         """Printed in JSON mode too: a script's log should show what went wrong."""
-        self.err.print(Text.assemble(("warning:", "yellow"), " ", message))
+        self.err.print(Text.assemble(("warning:", "yellow"), " ", clean(message)))
 
     def error(self, message: str, *, hint: str | None = None, detail: str | None = None) -> None:
-        self.err.print(Text.assemble(("error:", "bold red"), " ", message))
+        self.err.print(Text.assemble(("error:", "bold red"), " ", clean(message)))
         if detail:
-            self.err.print(Text(detail.rstrip(), style="dim"))
+            self.err.print(text(detail.rstrip(), style="dim"))
         if hint:
-            self.err.print(Text.assemble(("hint:", "cyan"), " ", hint))
+            self.err.print(Text.assemble(("hint:", "cyan"), " ", clean(hint)))
 
     def diagnostics(self, diagnostics: Iterable[Diagnostic]) -> None:
         """``FILE:LINE:COL: error: MESSAGE``, then the source line and a caret under the problem.
@@ -106,19 +144,20 @@ class Output:
             style = "bold red" if d.severity == "error" else "bold yellow"
             where = f"{d.location}: " if d.location else ""
             self.err.print(
-                Text.assemble(where, (f"{d.severity}:", style), " ", d.message), soft_wrap=True
+                Text.assemble(clean(where), (f"{d.severity}:", style), " ", clean(d.message)),
+                soft_wrap=True,
             )
             for line in d.excerpt():
-                self.err.print(Text(line), soft_wrap=True)
+                self.err.print(text(line), soft_wrap=True)
 
 
 def simple_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
     """A table of plain values: title, headers and cells are text, never Rich markup."""
     table = Table(title=_text(title), title_justify="left", header_style="bold")
     for col in columns:
-        table.add_column(Text(col))
+        table.add_column(text(col))
     for row in rows:
-        table.add_row(*(Text("" if v is None else str(v)) for v in row))
+        table.add_row(*(text("" if v is None else v) for v in row))
     return table
 
 
@@ -128,12 +167,12 @@ def key_value_table(title: str | None, pairs: Sequence[tuple[str, Any]]) -> Tabl
     table.add_column(style="bold")
     table.add_column()
     for key, value in pairs:
-        table.add_row(Text(key), Text("" if value is None else str(value)))
+        table.add_row(text(key), text("" if value is None else value))
     return table
 
 
 def _text(title: str | None) -> Text | None:
-    return None if title is None else Text(title)
+    return None if title is None else text(title)
 
 
 # -- logging -----------------------------------------------------------------------------------
@@ -152,6 +191,15 @@ class _Levels(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         mine = record.name == _LOGGER or record.name.startswith(_LOGGER + ".")
         return record.levelno >= (self.ours if mine else self.others)
+
+
+class _Cleaned(logging.Filter):
+    """A record's message with its control characters escaped (``clean``): log records quote
+    brokers, files and records too."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = clean(record.getMessage()), None
+        return True
 
 
 class _MessageHandler(logging.Handler):
@@ -189,6 +237,7 @@ def setup_logging(*, verbose: bool) -> None:
 
         handler = RichHandler(console=_stderr_console(), markup=False)
         handler.addFilter(_Levels(logging.DEBUG, logging.WARNING))
+        handler.addFilter(_Cleaned())
     else:
         handler = _MessageHandler()
         handler.addFilter(_Levels(logging.WARNING, logging.CRITICAL + 1))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -21,13 +22,13 @@ from rich.text import Text
 
 from logstore_cli.cli.context import Context, make_context
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
-from logstore_cli.cli.output import Output, key_value_table
+from logstore_cli.cli.output import Output, clean, key_value_table, text
 from logstore_cli.config import Overrides, Uses, local_path
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.interrupt import StopOnCtrlC
 from logstore_cli.logformat.wire import RowKind, RowSchema
 from logstore_cli.read import plan
-from logstore_cli.read.service import ReadRequest, ReadSummary, build_request
+from logstore_cli.read.service import ReadRequest, ReadSummary, build_request, check_new_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -74,10 +75,10 @@ class TerminalTable:
         if self.follow:
             line = Text.assemble((f"{kind.value:<3}", _KIND_STYLE.get(kind.value, "")), " ")
             line.append(
-                "  ".join(f"{n}={c}" for n, c in zip(self.schema.names, cells, strict=True))
+                clean("  ".join(f"{n}={c}" for n, c in zip(self.schema.names, cells, strict=True)))
             )
             if where:
-                line.append(f"  {where}", style="dim")
+                line.append(clean(f"  {where}"), style="dim")
             self.console.print(line, soft_wrap=True)
         elif len(self.rows) < self.cap:
             self.rows.append((kind.value, cells, where))
@@ -90,13 +91,13 @@ class TerminalTable:
     def render(self, title: str) -> None:
         if self.follow:
             return
-        table = Table(title=Text(title), title_justify="left")
+        table = Table(title=text(title), title_justify="left")
         table.add_column("kind", no_wrap=True)
         for name in self.schema.names:
-            table.add_column(Text(name), overflow="fold")
+            table.add_column(text(name), overflow="fold")
         table.add_column("at", style="dim", no_wrap=True)
         for kind, cells, where in self.rows:
-            table.add_row(Text(kind, _KIND_STYLE.get(kind, "")), *map(Text, cells), Text(where))
+            table.add_row(Text(kind, _KIND_STYLE.get(kind, "")), *map(text, cells), text(where))
         self.console.print(table)
 
 
@@ -214,8 +215,9 @@ def read(
         typer.Option(
             "--output",
             "-o",
-            help="table, jsonl, delta:PATH, parquet:PATH or PATH (.parquet: Parquet, else "
-            "Delta). Default: a table on a terminal, JSON lines otherwise.",
+            help="table, jsonl, jsonl:PATH (JSON lines to a new file), delta:PATH, parquet:PATH "
+            "or PATH (.parquet: Parquet, else Delta). Default: a table on a terminal, JSON lines "
+            "otherwise.",
             rich_help_panel=OUT_PANEL,
         ),
     ] = None,
@@ -248,21 +250,26 @@ def read(
         bootstrap=None, client_properties=client, timeout_s=ctx.config.kafka.timeout_s,
     )  # fmt: skip
     cap = limit if limit is not None else TABLE_ROWS
-    sink: JsonLines | TerminalTable | None = None
-    if target.kind == "jsonl":
-        sink = JsonLines(req.schema, sys.stdout)
-    elif target.kind == "table":
-        sink = TerminalTable(req.schema, out.out, follow=req.follow, cap=cap)
     _describe_start(out, req)
     # Spark installs its own SIGINT handler when it starts: ours goes in after it.
     spark = _session(ctx, out, req) if req.engine == "spark" else None
-    with StopOnCtrlC(out.warning, "stopping the read (Ctrl-C again to stop at once)") as stopper:
-        try:
-            summary = _run(spark, req, sink, stopper.requested.is_set)
-        except BrokenPipeError:
-            # The reader of stdout went away (e.g. `| head`): not an error of the read.
-            _silence_stdout()
-            return
+    with (
+        _jsonl_file(target.path) if target.kind == "jsonl" and target.path else nullcontext(None)
+    ) as file:
+        sink: JsonLines | TerminalTable | None = None
+        if target.kind == "jsonl":
+            sink = JsonLines(req.schema, sys.stdout if file is None else file)
+        elif target.kind == "table":
+            sink = TerminalTable(req.schema, out.out, follow=req.follow, cap=cap)
+        with StopOnCtrlC(
+            out.warning, "stopping the read (Ctrl-C again to stop at once)"
+        ) as stopper:
+            try:
+                summary = _run(spark, req, sink, stopper.requested.is_set)
+            except BrokenPipeError:
+                # The reader of stdout went away (e.g. `| head`): not an error of the read.
+                _silence_stdout()
+                return
     if isinstance(sink, TerminalTable):
         sink.render(f"{req.name} ({_what(req)})")
         if sink.dropped:
@@ -278,6 +285,20 @@ def read(
             + (f"; progress saved in {req.checkpoint}" if req.checkpoint is not None else "")
         )
         raise interrupt
+
+
+def _jsonl_file(path: str) -> IO[str]:
+    """``--output jsonl:PATH``: a new file (never one that exists, nor through a symlink there)."""
+    try:
+        return open(path, "x", encoding="utf-8")  # closed by the caller's with
+    except FileExistsError:
+        check_new_path(path)  # its message and hint
+        raise
+    except OSError as exc:
+        raise InvalidInputError(
+            f"cannot create --output {path}: {exc.strerror or exc}",
+            hint="give a path in a directory that exists and is writable",
+        ) from None
 
 
 def _session(ctx: Context, out: Output, req: ReadRequest) -> SparkSession:

@@ -27,7 +27,7 @@ from rich.text import Text
 
 from logstore_cli.cli.context import make_context
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
-from logstore_cli.cli.output import Output, key_value_table, simple_table
+from logstore_cli.cli.output import Output, clean, key_value_table, simple_table, text
 from logstore_cli.config import Overrides, Uses
 from logstore_cli.errors import InvalidInputError, LogstoreError
 
@@ -169,7 +169,7 @@ def _render(console: Console, d: dict[str, Any]) -> None:
     if log is None:
         parts.append(Text("log store: off", style="dim"))
     elif log["topic"] is None:
-        parts.append(Text(f"log store: {log['error']}"))
+        parts.append(text(f"log store: {log['error']}"))
     else:
         last = d["last_commit"]
         since = (
@@ -189,10 +189,10 @@ def _render(console: Console, d: dict[str, Any]) -> None:
                 parts.append(Text(TAIL_NOTE, style="dim"))
         if not log["end_offsets_read"]:
             why = log["error"] or "not asked (--no-topic)"
-            parts.append(Text(f"topic {log['topic']}: end offsets unavailable: {why}", style="dim"))
+            parts.append(text(f"topic {log['topic']}: end offsets unavailable: {why}", style="dim"))
     # soft_wrap off: the plain console (no terminal) soft-wraps, which crops text inside a panel
     console.print(
-        Panel(Group(*parts), title=Text(d["name"], style="bold"), title_align="left", expand=False),
+        Panel(Group(*parts), title=text(d["name"], style="bold"), title_align="left", expand=False),
         soft_wrap=False,
     )
 
@@ -296,10 +296,10 @@ def render_rich(view: WatchView) -> RenderableType:
                                   WatchView.WRITER_COLUMNS, view.writers))  # fmt: skip
     if view.topic is not None and view.partitions:
         parts.append(simple_table(view.topic, WatchView.PARTITION_COLUMNS, view.partitions))
-    parts += [Text(note, style="dim") for note in view.notes]
-    parts += [Text.assemble(("warning:", "yellow"), " ", w) for w in view.warnings]
+    parts += [text(note, style="dim") for note in view.notes]
+    parts += [Text.assemble(("warning:", "yellow"), " ", clean(w)) for w in view.warnings]
     parts.append(Text("Ctrl-C to stop", style="dim"))
-    title = Text.assemble((view.name, "bold"), f"  {view.at}")
+    title = Text.assemble((clean(view.name), "bold"), f"  {view.at}")
     return Panel(Group(*parts), title=title, title_align="left", expand=False)
 
 
@@ -377,7 +377,7 @@ def _watch(
             for _ in ticks:
                 d, r, now, warnings = refresh()
                 for line in render_plain(watch_view(d, r, now, warnings)):
-                    out.out.print(Text(line), soft_wrap=True)
+                    out.out.print(text(line), soft_wrap=True)
                 out.out.file.flush()
     interrupt = KeyboardInterrupt()
     interrupt.add_note("stopped watching")

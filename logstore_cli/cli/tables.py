@@ -12,18 +12,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console, Group
 from rich.panel import Panel
-from rich.text import Text
 
 from logstore_cli.cli.context import Context, make_context, open_stores, parse_pairs
 from logstore_cli.cli.options import JsonOpt, config_options
 from logstore_cli.cli.options import TableArg as TableArg  # status.py imports it from here
-from logstore_cli.cli.output import Output, key_value_table, simple_table
+from logstore_cli.cli.output import Output, first_line, key_value_table, simple_table, text
 from logstore_cli.config import Overrides, Uses
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.model import BROKER_DEFAULT
 
 if TYPE_CHECKING:
     from logstore_cli.model import TableSpec
+    from logstore_cli.provision.service import LiveWriter
 
 DeleteTopicOpt = Annotated[
     bool, typer.Option("--delete-topic", help="Also delete the table's Kafka topic.")
@@ -191,7 +191,7 @@ def _render_describe(console: Console, d: dict[str, Any]) -> None:
         parts.append(simple_table("Properties", ["key", "value"], list(d["properties"].items())))
     if d["secret_keys_not_stored"]:
         parts.append(
-            Text(
+            text(
                 "secrets not stored with the table (supply them in the config's [kafka.client]): "
                 + ", ".join(d["secret_keys_not_stored"]),
                 style="dim",
@@ -199,7 +199,7 @@ def _render_describe(console: Console, d: dict[str, Any]) -> None:
         )
     # soft_wrap off: the plain console (no terminal) soft-wraps, which crops text inside a panel
     console.print(
-        Panel(Group(*parts), title=Text(d["name"], style="bold"), title_align="left", expand=False),
+        Panel(Group(*parts), title=text(d["name"], style="bold"), title_align="left", expand=False),
         soft_wrap=False,
     )
 
@@ -218,18 +218,18 @@ def list_tables(
     rows = list_catalog(ctx.warehouse, default_bootstrap=ctx.default_bootstrap)
     for row in rows:
         if row.error:
-            out.warning(f"{row.name}: {row.error}")
+            out.warning(f"{row.name}: {first_line(row.error)}")  # --json has the whole text
 
     def render(console: Console) -> None:
         if not rows:
-            console.print(Text(f"no tables in {ctx.warehouse}"))
+            console.print(text(f"no tables in {ctx.warehouse}"))
             return
         console.print(
             simple_table(
                 f"Tables in {ctx.warehouse}",
                 ["table", "version", "columns", "primary key", "log store"],
                 [(r.name, r.version, r.columns, ", ".join(r.primary_key),
-                  f"error: {r.error}" if r.error else (
+                  f"error: {first_line(r.error)}" if r.error else (
                       f"{r.log_store.topic} ({r.log_store.consistency.value})"
                       if r.log_store else "off")) for r in rows],
             )
@@ -258,6 +258,14 @@ def alter_table(
     ] = False,
     adopt_topic: AdoptTopicOpt = False,
     dry_run: DryRunOpt = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Change it even while an ingest job writes the table: that job's next commit "
+            "conflicts and it stops.",
+        ),
+    ] = False,
     json_: JsonOpt = False,
     *,
     overrides: Overrides,
@@ -275,8 +283,9 @@ def alter_table(
         result = alter_service(
             stored, stores, changes, removals, warehouse=ctx.warehouse,
             delete_topic=delete_topic, adopt_topic=adopt_topic,
-            default_bootstrap=ctx.default_bootstrap, dry_run=dry_run,
+            default_bootstrap=ctx.default_bootstrap, dry_run=dry_run, force=force,
         )  # fmt: skip
+    _warn_forced(out, result.forced_past, "altered")
     out.success(f"{result.table}: {'would change' if dry_run else 'changed'} properties")
     for line in result.topic.describe() if result.topic else []:
         out.info(line)
@@ -288,6 +297,14 @@ def drop_table(
     table: TableArg,
     delete_topic: DeleteTopicOpt = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Drop it even while an ingest job writes the table: that job fails at its next "
+            "commit.",
+        ),
+    ] = False,
     json_: JsonOpt = False,
     *,
     overrides: Overrides,
@@ -299,6 +316,7 @@ def drop_table(
     """
     from logstore_cli.catalog.tables import load_ref
     from logstore_cli.catalog.warehouse import find_table
+    from logstore_cli.provision.service import check_droppable
     from logstore_cli.provision.service import drop_table as drop_service
 
     ctx = make_context(overrides)
@@ -310,6 +328,7 @@ def drop_table(
     what = f"table '{ref.name}' ({ref.path})"
     if delete_topic and spec is not None and spec.log_store:
         what += f" and topic '{spec.log_store.topic}'"
+    check_droppable(ref, force=force)  # before asking: a refusal needs no answer
     if not yes:
         if not sys.stdin.isatty():
             raise InvalidInputError(
@@ -322,7 +341,16 @@ def drop_table(
     with open_stores(ctx) as stores:  # dropping removes a directory: Spark never starts
         result = drop_service(
             ref, spec, stores, warehouse=ctx.warehouse, delete_topic=delete_topic,
-            default_bootstrap=ctx.default_bootstrap,
+            default_bootstrap=ctx.default_bootstrap, force=force,
         )  # fmt: skip
+    _warn_forced(out, result.forced_past, "dropped")
     out.success(f"dropped {what}")
     out.emit(result.to_json())
+
+
+def _warn_forced(out: Output, writer: LiveWriter | None, done: str) -> None:
+    if writer is not None:
+        out.warning(
+            f"{done} while {writer.info.holder} writes the table (--force): that job fails at "
+            "its next commit"
+        )

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from logstore_cli.cli.context import make_context
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
-from logstore_cli.cli.output import Output, key_value_table, simple_table
+from logstore_cli.cli.output import Output, key_value_table, simple_table, text
 from logstore_cli.config import Overrides, Uses
 from logstore_cli.errors import EXIT_FAILURE, InvalidInputError
 
@@ -136,7 +136,7 @@ def _render(console: Console, d: dict[str, Any]) -> None:
     pairs.append(("time", f"{d['seconds']:.2f} s"))
     parts: list[Any] = [verdict, key_value_table(None, pairs)]
     if d["reason"] is not None:
-        parts.append(Text(d["reason"]))
+        parts.append(text(d["reason"]))
     for kind, title in _TITLES.items():
         found = d[kind]
         if not found or not found["count"]:
@@ -153,13 +153,13 @@ def _render(console: Console, d: dict[str, Any]) -> None:
                      "columns": ", ".join(ex.get("columns", []))}  # fmt: skip
             rows.append([cells[h] for h in headers])
         shown = f" ({len(rows)} of {found['count']:,} shown)" if rows else ""
-        parts += [Text(f"{title}{shown}", style="bold"), simple_table(None, headers, rows)]
+        parts += [text(f"{title}{shown}", style="bold"), simple_table(None, headers, rows)]
     for note in d["notes"]:
-        parts.append(Text(f"note: {note}", style="dim"))
+        parts.append(text(f"note: {note}", style="dim"))
     # soft_wrap off: the plain console (no terminal) soft-wraps, which crops text inside a panel
     console.print(
         Panel(
-            Group(*parts), title=Text(d["table"], style="bold"), title_align="left", expand=False
+            Group(*parts), title=text(d["table"], style="bold"), title_align="left", expand=False
         ),
         soft_wrap=False,
     )

@@ -216,14 +216,15 @@ class ReadSpec:
 
 
 def _default_bootstrap(config: cfg.Config) -> str | None:
-    """The config's brokers, else the local broker when ``logstore broker start`` runs one (as
-    the CLI resolves it)."""
+    """The config's brokers, else the local broker's, running or last run (as the CLI resolves
+    it, ``cli.context.Context.default_bootstrap``)."""
     if config.kafka.bootstrap_servers:
         return config.kafka.bootstrap_servers
     from logstore_cli.kafka import local_broker
     from logstore_cli.paths import state_home
 
-    return local_broker.local_bootstrap(state_home())  # a cluster: every node's address
+    home = state_home()
+    return local_broker.local_bootstrap(home) or local_broker.last_local_bootstrap(home)
 
 
 def resolve(options: Mapping[str, str]) -> ReadSpec:

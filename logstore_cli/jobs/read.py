@@ -43,13 +43,14 @@ def run(
     """One read: bounded (to the sink or the path) or following (to the sink, until ``stop``)."""
     began = time.monotonic()
     summary = ReadSummary(req.name, req.mode, "spark", req.level)
-    if req.output.path is not None:
-        check_new_path(req.output.path)
+    if not req.output.streamed and req.output.path is not None:
+        check_new_path(req.output.path)  # a JSON lines file is the sink, created by the caller
     if req.mode == "log" and req.follow:
         if sink is None:
             raise InvalidInputError(
-                "--follow writes to stdout: a path output is for bounded reads",
-                hint="drop --follow to write what the log holds now, or --output jsonl",
+                "--follow writes changes as they come: a Delta or Parquet output is for "
+                "bounded reads",
+                hint="drop --follow to write what the log holds now, or --output jsonl[:PATH]",
             )
         _follow(spark, req, sink, summary, stop)
     else:
@@ -60,7 +61,7 @@ def run(
         )
         if req.limit is not None:
             frame = frame.limit(req.limit)
-        if req.output.path is not None:
+        if not req.output.streamed and req.output.path is not None:
             frame.write.format(req.output.kind).mode("errorifexists").save(req.output.path)
             summary.rows = spark.read.format(req.output.kind).load(req.output.path).count()
         else:

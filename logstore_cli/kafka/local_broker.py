@@ -1043,6 +1043,33 @@ def local_bootstrap(state_dir: Path) -> str | None:
     return info.bootstrap if info and is_running(info) else None
 
 
+def last_local_bootstrap(state_dir: Path) -> str | None:
+    """The address ``logstore broker start`` gave clients last in ``state_dir``, running or not;
+    None before the first start.
+
+    The ports are kept after ``stop`` and reused by the next start, so a table created against the
+    local broker (its address not stored with it) still resolves while the broker is stopped: its
+    Delta-only commands work, and a client that needs Kafka says which address it tried. Of a
+    single broker and a cluster both recorded, the one started last.
+    """
+    root = broker_dir(state_dir)
+    found: list[tuple[float, str]] = []
+    layout = read_layout(state_dir)
+    if layout is not None:
+        found.append((_mtime(root / _LAYOUT_FILE), layout.bootstrap))
+    cluster = read_cluster(state_dir)
+    if cluster is not None:
+        found.append((_mtime(root / _CLUSTER_FILE), f"{_HOST}:{cluster.port}"))
+    return max(found)[1] if found else None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def cluster_health(bootstrap: str, *, timeout_s: float) -> Health | None:
     """The cluster as the metadata of ``bootstrap`` shows it; None when no node answers."""
     from confluent_kafka.admin import AdminClient

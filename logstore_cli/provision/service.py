@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from logstore_cli.catalog import warehouse as wh
+from logstore_cli.catalog.lease import LeaseInfo, local_holder_dead, local_time, read_lease
 from logstore_cli.catalog.tables import StoredTable, resolve_log_store
 from logstore_cli.errors import (
     InvalidInputError,
@@ -40,6 +43,82 @@ log = logging.getLogger(__name__)
 class Stores:
     delta: DeltaStore
     topics: TopicStore
+
+
+# ---------------------------------------------------------------------------------- the writer
+
+
+class TableBeingWrittenError(TableConflictError):
+    """A live ingest job holds the table's writer lease: dropping or altering it now breaks it."""
+
+
+@dataclass(frozen=True)
+class LiveWriter:
+    """The live holder of a table's writer lease that ``--force`` went past."""
+
+    info: LeaseInfo
+
+    def to_json(self) -> dict[str, Any]:
+        i = self.info
+        return {"job": i.job, "host": i.host, "pid": i.pid, "expires_at": local_time(i.expires_at)}
+
+
+def check_no_live_writer(
+    ref: wh.TableRef,
+    doing: str,
+    breaks: str,
+    *,
+    force: bool,
+    clock: Callable[[], float] = time.time,
+    holder_dead: Callable[[LeaseInfo], bool] = local_holder_dead,
+) -> LiveWriter | None:
+    """Refuse (TableBeingWrittenError, exit 1) while a live ingest holds ``ref``'s writer lease:
+    unexpired, and not a holder on this host whose process has exited (``catalog.lease``'s rule for
+    taking a lease over). With ``force``: the live holder, for the caller to warn about. The lease is
+    read, never taken: an ingest that starts after this check is not stopped by it."""
+    try:
+        info = read_lease(ref.path)
+    except LogstoreError as exc:  # an unreadable lease: nobody can be shown to hold the table
+        if force:
+            log.warning("the lease of table %s is unreadable (%s); going on (--force)", ref.name,
+                        exc.message)  # fmt: skip
+            return None
+        raise TableBeingWrittenError(
+            f"cannot tell whether an ingest writes table {ref.name}: {exc.message}",
+            hint=f"if no ingest runs on it, {exc.hint or 'delete the lease file'}; or pass "
+            f"--force to {doing} anyway",
+        ) from None
+    now = clock()
+    if info is None or info.expired(now):
+        return None
+    if info.host == socket.gethostname() and holder_dead(info):
+        return None
+    if force:
+        return LiveWriter(info)
+    remaining = max(0, round(info.expires_at - now))
+    raise TableBeingWrittenError(
+        f"table {ref.name} is being written by {info.holder}; its lease expires at "
+        f"{local_time(info.expires_at)} (in {remaining} s, renewed while the job runs)",
+        hint=f"stop that job first (Ctrl-C, or on {info.host}: kill {info.pid}), then {doing}; "
+        f"--force does it anyway: {breaks}",
+    )
+
+
+_DROP_BREAKS = (
+    "the job fails at its next commit and cannot be restarted on this table; records it wrote "
+    "to the topic since its last commit stay there uncommitted"
+)
+
+
+def check_droppable(ref: wh.TableRef, *, force: bool) -> LiveWriter | None:
+    """``check_no_live_writer`` for a drop (the CLI asks it before its confirmation prompt too)."""
+    return check_no_live_writer(ref, "drop the table", _DROP_BREAKS, force=force)
+
+
+_ALTER_BREAKS = (
+    "the job's next Delta commit conflicts with the metadata change and the job stops; restart "
+    "it to go on with the new properties"
+)
 
 
 # ---------------------------------------------------------------------------------- topic owners
@@ -314,6 +393,7 @@ class AlterResult:
     unset: list[str]
     topic: TopicChange | None
     dry_run: bool = False
+    forced_past: LiveWriter | None = None  # the live writer --force went past
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -322,6 +402,7 @@ class AlterResult:
             "unset": self.unset,
             "topic": self.topic.to_json() if self.topic else None,
             "dry_run": self.dry_run,
+            "forced_past_writer": self.forced_past.to_json() if self.forced_past else None,
         }
 
 
@@ -336,16 +417,19 @@ def alter_table(
     adopt_topic: bool = False,
     default_bootstrap: str | None = None,
     dry_run: bool = False,
+    force: bool = False,
 ) -> AlterResult:
     """Validate the new property set like DDL and every topic change with the broker, then apply.
 
     Order: a new topic first (undone if a later step fails), then the Delta properties (set back if
     a later step fails), then more partitions (Kafka cannot undo them), topic configs (set back),
     and last the deletion of a topic that is no longer used. The broker is contacted only when the
-    change concerns the topic, so a Delta-only change works while Kafka is down.
+    change concerns the topic, so a Delta-only change works while Kafka is down. Refused while a
+    live ingest writes the table, unless ``force`` (``check_no_live_writer``).
     """
     old = stored.spec
     _check_alterable(stored, set_, unset)
+    writer = check_no_live_writer(stored.ref, "alter the table", _ALTER_BREAKS, force=force)
     new_props = {k: v for k, v in old.properties.items() if k not in unset} | dict(set_)
     new_log = resolve_log_store(new_props, stored.ref.name, default_bootstrap, old.primary_key)
     owners = TopicOwners(warehouse, stores.delta, default_bootstrap)
@@ -354,7 +438,7 @@ def alter_table(
         adopt_topic=adopt_topic,
     )  # fmt: skip
     _validate_change(change, new_log, stores.topics)
-    result = AlterResult(stored.ref.name, dict(set_), list(unset), change, dry_run)
+    result = AlterResult(stored.ref.name, dict(set_), list(unset), change, dry_run, writer)
     if not dry_run:
         _apply_alter(stored, stores, set_, unset, change, new_log)
     return result
@@ -609,6 +693,7 @@ class DropResult:
     path: Path
     topic: str | None  # the topic that was asked to be deleted
     topic_deleted: bool = False
+    forced_past: LiveWriter | None = None  # the live writer --force went past
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -617,6 +702,7 @@ class DropResult:
             "topic": None
             if self.topic is None
             else {"name": self.topic, "deleted": self.topic_deleted},
+            "forced_past_writer": self.forced_past.to_json() if self.forced_past else None,
         }
 
 
@@ -628,15 +714,18 @@ def drop_table(
     warehouse: Path,
     delete_topic: bool,
     default_bootstrap: str | None = None,
+    force: bool = False,
 ) -> DropResult:
     """Remove the table's directory (and with ``delete_topic`` its topic, unless another table
-    uses it). ``spec`` is None for a directory left by an interrupted create-table."""
+    uses it). ``spec`` is None for a directory left by an interrupted create-table. Refused while a
+    live ingest writes the table, unless ``force`` (``check_no_live_writer``)."""
     log_spec = spec.log_store if spec is not None else None
     if delete_topic and spec is None:
         raise InvalidInputError(
             f"'{ref.name}' has no committed Delta version, so its topic is unknown",
             hint="drop it without --delete-topic",
         )
+    writer = check_droppable(ref, force=force)
     exists = False
     if delete_topic and log_spec is not None:
         # Reach the broker before deleting anything, so a down broker leaves the table whole.
@@ -650,4 +739,4 @@ def drop_table(
     if exists and log_spec is not None:
         stores.topics.delete(log_spec)
     asked = log_spec.topic if delete_topic and log_spec is not None else None
-    return DropResult(ref.name, ref.path, asked, topic_deleted=exists)
+    return DropResult(ref.name, ref.path, asked, topic_deleted=exists, forced_past=writer)

@@ -839,6 +839,7 @@ class LogReader:
         lost = False  # follow: the cluster is down and that was reported
         next_probe = 0.0
         next_discovery = time.monotonic() + DISCOVER_EVERY_S
+        gone = 0  # follow: metadata checks in a row that found the topic deleted
         while active:
             if stop():
                 return
@@ -917,6 +918,16 @@ class LogReader:
                 if not lost and now >= next_discovery:
                     next_discovery = now + DISCOVER_EVERY_S
                     added = self._new_partitions(positions)
+                    if added is None:
+                        # Once more a probe later: a single answer might come from a broker that
+                        # has not caught up yet. librdkafka keeps fetching a deleted topic's
+                        # partitions without an error, so without this the read waits for ever.
+                        gone += 1
+                        if gone >= 2:
+                            raise self._deleted()
+                        next_discovery = now + _PROBE_EVERY_S
+                        continue
+                    gone = 0
                     for partition, low in added.items():
                         positions[partition] = reader_positions[partition] = low
                         ends[partition] = _NO_END
@@ -931,18 +942,29 @@ class LogReader:
             elif active:
                 source._raise_if_fatal()
 
-    def _new_partitions(self, known: Mapping[int, int]) -> dict[int, int]:
+    def _deleted(self) -> TopicNotFoundError:
+        return TopicNotFoundError(
+            f"Kafka topic '{self.topic}' was deleted while the read followed it (at "
+            f"{self._source.conf.bootstrap})",
+            hint="the changes read until then were written out; the table's log went with the "
+            "topic: find out who deleted it before ingesting or reading again",
+        )
+
+    def _new_partitions(self, known: Mapping[int, int]) -> dict[int, int] | None:
         """Partitions added to the topic since the read began (a following read), each with its
-        earliest offset: everything in them was written after the read began. Best effort: what
-        cannot be asked now is asked at the next check."""
+        earliest offset: everything in them was written after the read began; None when a broker
+        says the topic does not exist. Best effort: what cannot be asked now is asked at the next
+        check."""
         client = self._source._client()
         try:
             metadata = client.list_topics(self.topic, timeout=_STEP_MAX_S)
         except KafkaException:
             return {}
         topic = metadata.topics.get(self.topic)
-        if topic is None or topic.error is not None:
-            return {}  # a deleted topic or a refusal shows in the records' errors
+        if topic is None or (topic.error is not None and topic.error.code() in _NOT_FOUND):
+            return None
+        if topic.error is not None:
+            return {}  # a refusal shows in the records' errors
         added: dict[int, int] = {}
         for partition in sorted(set(topic.partitions) - set(known)):
             try:

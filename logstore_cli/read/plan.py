@@ -32,6 +32,11 @@ OutputKind: TypeAlias = Literal["table", "jsonl", "delta", "parquet"]
 _TIMESTAMP: Final = re.compile(r"timestamp:(0|[1-9][0-9]{0,15})")
 _SNAPSHOT: Final = re.compile(r"snapshot(?::(0|[1-9][0-9]{0,18}))?")
 _START_HINT = "use --from earliest, latest, timestamp:<epoch millis> or snapshot[:<Delta version>]"
+OUTPUTS_HINT = "use --output table, jsonl, jsonl:PATH, delta:PATH, parquet:PATH or a PATH"
+# ``word:rest`` where ``rest`` is no URI authority (``s3a://…`` is a path Spark reads) and ``word``
+# no drive letter (``c:/x``): a kind that was meant, not a file name; a path with a colon is
+# written ./name:x or delta:name:x.
+_KIND_PREFIX: Final = re.compile(r"[A-Za-z][A-Za-z0-9_-]+:(?!//)")
 
 
 def choice(value: str, valid: Iterable[str], flag: str) -> str:
@@ -134,7 +139,8 @@ def keeps(kind: RowKind, changelog: Changelog) -> bool:
 
 @dataclass(frozen=True)
 class OutputSpec:
-    """``--output``: a Rich table on a terminal, JSON lines on stdout, or a Delta / Parquet path."""
+    """``--output``: a Rich table on a terminal, JSON lines on stdout or in a new file, or a Delta /
+    Parquet path."""
 
     kind: OutputKind
     path: str | None = None
@@ -143,28 +149,37 @@ class OutputSpec:
     def to_stdout(self) -> bool:
         return self.path is None
 
+    @property
+    def streamed(self) -> bool:
+        """Changes written one by one as they come (stdout or a JSON lines file), which both
+        engines do; Delta and Parquet are written by Spark at the end."""
+        return self.kind in ("table", "jsonl")
+
 
 def parse_output(text: str | None, *, stdout_is_terminal: bool) -> OutputSpec:
-    """``table``, ``jsonl``, ``delta:PATH``, ``parquet:PATH`` or a bare PATH (Parquet when it ends in
-    ``.parquet``, else Delta). Without ``--output``: a table on a terminal, JSON lines otherwise
-    (a pipe or a file gets one object per line). A path is used exactly as typed (no ``~``, no
-    variables expanded)."""
+    """``table``, ``jsonl``, ``jsonl:PATH``, ``delta:PATH``, ``parquet:PATH`` or a bare PATH
+    (Parquet when it ends in ``.parquet``, else Delta). Without ``--output``: a table on a terminal,
+    JSON lines otherwise (a pipe or a file gets one object per line). A path is used exactly as
+    typed (no ``~``, no variables expanded). Another ``KIND:`` prefix is an error naming the valid
+    outputs: taken as a Delta path, it reached Spark as an unknown URI scheme."""
     if text is None:
         return OutputSpec("table" if stdout_is_terminal else "jsonl")
     if text in ("table", "jsonl"):
         return OutputSpec(text)  # type: ignore[arg-type]
     kind: OutputKind
     prefix, sep, rest = text.partition(":")
-    if sep and prefix in ("delta", "parquet"):
+    if sep and prefix in ("jsonl", "delta", "parquet"):
         kind, path = prefix, rest  # type: ignore[assignment]
+    elif _KIND_PREFIX.match(text):
+        raise InvalidInputError(
+            f"--output {text!r}: {prefix!r} is not an output kind",
+            hint=f"{OUTPUTS_HINT} (a path holding ':' as ./{text} or delta:{text})",
+        )
     else:
         path = text
         kind = "parquet" if text.lower().endswith(".parquet") else "delta"
     if not path.strip():
-        raise InvalidInputError(
-            f"--output {text!r} names no path",
-            hint="use --output table, jsonl, delta:PATH, parquet:PATH or a PATH",
-        )
+        raise InvalidInputError(f"--output {text!r} names no path", hint=OUTPUTS_HINT)
     if "\x00" in path:
         raise InvalidInputError("--output holds a NUL character", hint="give a plain path")
     return OutputSpec(kind, path)

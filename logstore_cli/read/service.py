@@ -199,10 +199,11 @@ def build_request(
         raise InvalidInputError(
             _FILE_ONLY, hint="or read the log from a snapshot: --from snapshot:V"
         )
-    if follow and not output.to_stdout:
+    if follow and not output.streamed:
         raise InvalidInputError(
-            "--follow writes to stdout: a path output is for bounded reads",
-            hint="drop --follow to write what the log holds now, or use --output jsonl",
+            f"--follow writes changes as they come: a {output.kind.capitalize()} output is for "
+            "bounded reads",
+            hint="drop --follow to write what the log holds now, or use --output jsonl[:PATH]",
         )
     if log is None:
         raise InvalidInputError(
@@ -213,7 +214,7 @@ def build_request(
     level = plan.resolve_level(log, consistent=consistent, consistency=consistency)
     mode_ = plan.check_changelog(changelog, level)
     begin = plan.parse_start(start) if start is not None else plan.default_start(log, follow=follow)
-    auto: plan.Engine = "consumer" if output.to_stdout else "spark"
+    auto: plan.Engine = "consumer" if output.streamed else "spark"
     resolved: plan.Engine = auto if engine == "auto" else engine  # type: ignore[assignment]
     if checkpoint is not None and resolved == "spark" and not follow:
         raise InvalidInputError(
@@ -222,11 +223,12 @@ def build_request(
             hint="use the consumer engine (the default for stdout) for a bounded read that goes "
             "on where the last one stopped",
         )
-    if resolved == "consumer" and not output.to_stdout:
+    if resolved == "consumer" and not output.streamed:
         raise InvalidInputError(
             f"--output {output.path} writes {output.kind.capitalize()} files, which the consumer "
             "engine does not",
-            hint="use --engine spark (the default for a path), or --output jsonl",
+            hint="use --engine spark (the default for a Delta or Parquet path), or --output "
+            "jsonl[:PATH]",
         )
     return ReadRequest(
         table,

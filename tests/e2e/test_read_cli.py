@@ -235,6 +235,15 @@ def test_file_mode_snapshot_and_changes(table: Ingested) -> None:
     assert _fold(changes) == _delta(table.path)
 
 
+def test_file_mode_to_a_jsonl_file_with_the_spark_engine(table: Ingested) -> None:
+    # -o jsonl:PATH used to be taken as a Delta path 'jsonl:…': a Java stack trace (issue 18).
+    target = table.root / "out" / "snapshot.jsonl"
+    target.parent.mkdir(exist_ok=True)
+    result = _ok(_cli(table.root, "read", TABLE, "--mode", "file", "-o", f"jsonl:{target}"))
+    assert result.stdout == "" and "spark engine" in result.stderr
+    assert _fold(_lines(target.read_text())) == _delta(table.path)
+
+
 def test_time_travel_to_a_path_written_once_and_never_overwritten(table: Ingested) -> None:
     target = table.root / "out" / "orders-v1.parquet"
     first = _delta(table.path, 1)

@@ -178,6 +178,19 @@ def test_read_log_is_json_lines(setup: Setup) -> None:
     assert '"event": "summary"' in result.stderr  # the summary goes beside the data, not into it
 
 
+def test_read_log_to_a_jsonl_file(setup: Setup) -> None:
+    # -o jsonl:PATH used to be a Delta path 'jsonl:…' Spark failed on with a Java stack trace.
+    out = setup.root / "read-out.jsonl"
+    result = setup.run("read", TABLE, "--mode", "log", "--consistent", "-o", f"jsonl:{out}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "" and "consumer engine" in result.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(line["row"]["id"] for line in lines) == [r["id"] for r in ROWS]
+    again = setup.run("read", TABLE, "--mode", "log", "-o", f"jsonl:{out}")
+    assert again.returncode == EXIT_INVALID_INPUT and "already exists" in again.stderr
+    assert len(out.read_text().splitlines()) == len(ROWS)  # never overwritten
+
+
 def test_verify(setup: Setup) -> None:
     result = setup.run("verify", TABLE, "--json")
     assert result.returncode == 0, result.stderr
@@ -274,6 +287,7 @@ BAD_INPUT = {
     "read: bad --mode": ["read", TABLE, "--json", "--mode", "bogus"],
     "read: bad --limit": ["read", TABLE, "--json", "--mode", "log", "--limit", "0"],
     "read: --json with --output table": ["read", TABLE, "--json", "--mode", "log", "-o", "table"],
+    "read: unknown output kind (before Spark)": ["read", TABLE, "-o", "csv:x", *NO_SPARK],
     "verify: bad --examples (Typer)": ["verify", TABLE, "--json", "--examples", "-3"],
     "setup: bad --only (Typer)": ["setup", "--json", "--only", "bogus"],
     "broker start: bad --port (Typer)": ["broker", "start", "--json", "--port", "99999999"],

@@ -3,13 +3,18 @@ first asks to stop and the second stops at once; a stop caught by another handle
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from logstore_cli import interrupt
+from logstore_cli.errors import EXIT_INTERRUPTED
 from logstore_cli.interrupt import StopOnCtrlC
 
 
@@ -118,3 +123,51 @@ def test_uninstall_restores_the_handlers() -> None:
     interrupt.install()
     interrupt.uninstall()
     assert {s: signal.getsignal(s) for s in interrupt.STOP_SIGNALS} == before
+
+
+# -- Ctrl-C while the CLI loads (issue 18, item 11) ------------------------------------------------
+
+_WHILE_LOADING = """
+import os, runpy, signal, sys
+
+class CtrlCWhileLoading:
+    # Sends the Ctrl-C as Python looks the status command's module up: the CLI is loading.
+    def find_spec(self, name, path, target=None):
+        if name == "logstore_cli.cli.status":
+            signal.raise_signal(signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlCWhileLoading())
+sys.argv = ["logstore", "status", "db.orders", "--watch"]
+runpy.run_module("logstore_cli", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_ctrl_c_while_the_cli_loads_is_interrupted_not_a_traceback(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOGSTORE_")}
+    env.update(LOGSTORE_WAREHOUSE=str(tmp_path / "wh"), LOGSTORE_STATE_DIR=str(tmp_path / "st"))
+    result = subprocess.run(
+        [sys.executable, "-c", _WHILE_LOADING], env=env, cwd=tmp_path, capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == EXIT_INTERRUPTED, result.stderr
+    assert result.stderr == "error: interrupted\n"  # before the command ran: no table looked up
+    assert result.stdout == ""
+
+
+def test_a_signal_ignored_at_start_stays_ignored() -> None:
+    """A shell's background job (``cmd &``) starts with SIGINT ignored: Ctrl-C at the terminal is
+    not for it, and installing our handler must not change that."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        signals = interrupt.install()
+        try:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) == signals._handle
+            interrupt.reassert()
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        finally:
+            interrupt.uninstall()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)

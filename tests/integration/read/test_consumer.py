@@ -365,6 +365,27 @@ def test_a_following_read_reads_partitions_added_to_the_topic(
         assert reader.positions[PARTITIONS] == 1
 
 
+def test_a_following_read_of_a_deleted_topic_ends_with_an_error(
+    kafka_bootstrap: str, conf: SourceConf, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """librdkafka keeps fetching a deleted topic's partitions without an error: the read checks
+    the topic's metadata and ends, instead of polling for ever (issue 18, item 11)."""
+    monkeypatch.setattr(consumer, "DISCOVER_EVERY_S", 0.2)
+    with LogReader(conf, SCHEMA, "none") as reader:
+        batches = reader.read(reader.start_offsets(Start("latest")), None)
+        assert next(batches) == []
+        with KafkaAdmin(kafka_bootstrap, timeout_s=TIMEOUT_S) as admin:
+            admin.delete_topic(conf.topic)
+        deadline = time.monotonic() + FOLLOW_S
+        with pytest.raises(TopicNotFoundError) as caught:
+            for _ in batches:
+                assert time.monotonic() < deadline, "the read did not notice the deleted topic"
+    assert f"Kafka topic '{conf.topic}' was deleted while the read followed it" in str(
+        caught.value.message
+    )
+    assert caught.value.exit_code == 1
+
+
 def _follow_until(
     reader: LogReader, start: dict[int, int], done: Callable[[dict[int, Emitted]], bool]
 ) -> dict[int, Emitted]:

@@ -385,6 +385,12 @@ def test_the_table_directory_must_exist(tmp_path: Path) -> None:
         {"job": ""},
         {"expires_at": "soon"},
         {"process": 5},
+        {"expires_at": 1e308},
+        {"expires_at": 10**400},
+        {"expires_at": float("nan")},
+        {"acquired_at": -1.0},
+        {"acquired_at": 3.0},  # after its expiry
+        {"pid": 10**30},
     ],
 )
 def test_lease_json_is_checked(change: dict[str, Any]) -> None:
@@ -392,6 +398,10 @@ def test_lease_json_is_checked(change: dict[str, Any]) -> None:
     assert LeaseInfo.from_json(info.to_json()) == info
     with pytest.raises(ValueError):
         LeaseInfo.from_json(info.to_json() | change)
+
+
+def test_local_time_of_an_out_of_range_value_is_the_number_not_a_crash() -> None:
+    assert local_time(1e308) == "1e+308 s after 1970 (not a valid time)"
 
 
 # -- is the holder's process alive? (real processes) ---------------------------------------------

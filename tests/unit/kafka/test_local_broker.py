@@ -199,3 +199,10 @@ def test_broker_files_are_private(tmp_path: Path) -> None:
     local_broker._write_private(tmp_path / "x.json", "{}")
     assert stat.S_IMODE((tmp_path / "x.json").stat().st_mode) == 0o600
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no temp file left
+
+
+def test_a_stopped_brokers_last_address_is_known(tmp_path: Path) -> None:
+    assert local_broker.last_local_bootstrap(tmp_path) is None  # never started
+    _record_cluster(tmp_path, port=9123, controller_port=9124)
+    assert local_broker.local_bootstrap(tmp_path) is None  # not running …
+    assert local_broker.last_local_bootstrap(tmp_path) == "127.0.0.1:9123"  # … but known

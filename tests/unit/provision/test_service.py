@@ -500,3 +500,70 @@ def test_drop_of_an_uncommitted_leftover_needs_no_spec(stores: Stores) -> None:
     assert info.value.hint == "drop it without --delete-topic"
     service.drop_table(ref, None, stores, warehouse=WH, delete_topic=False)
     assert delta.states == {}
+
+
+# ------------------------------------------------------------------ a live writer (issue 18, item 8)
+
+
+def _written(stores: Stores, tmp_path: Path, host: str = "elsewhere", ttl: float = 60.0) -> Any:
+    """A table whose directory holds a writer lease (a job on ``host``: not judged by pid here)."""
+    from logstore_cli.catalog.lease import Lease
+
+    service.create_tables([spec()], tmp_path, stores)
+    delta, _ = _mem(stores)
+    path = tmp_path / "db" / "orders"
+    path.mkdir(parents=True)
+    lease = Lease.acquire(path, "ingest-7", ttl, host=host, pid=4242)
+    ref = wh.TableRef("db", "orders", path)
+    stored = StoredTable(ref, delta.states[path], spec_from_delta(ref, delta.states[path], None))
+    return stored, lease
+
+
+@pytest.mark.parametrize("command", ["drop", "alter"])
+def test_drop_and_alter_refuse_while_a_live_writer_holds_the_lease(
+    stores: Stores, tmp_path: Path, command: str
+) -> None:
+    stored, _ = _written(stores, tmp_path)
+    delta, _ = _mem(stores)
+    with pytest.raises(service.TableBeingWrittenError) as caught:
+        if command == "drop":
+            service.drop_table(stored.ref, stored.spec, stores, warehouse=tmp_path,
+                               delete_topic=False)  # fmt: skip
+        else:
+            service.alter_table(stored, stores, {"log.consistency": "eventual"}, [],
+                                warehouse=tmp_path)  # fmt: skip
+    error = caught.value
+    assert error.exit_code == 1
+    assert "is being written by job 'ingest-7' (host elsewhere, pid 4242)" in error.message
+    assert "its lease expires at" in error.message
+    assert error.hint is not None and "--force" in error.hint and "kill 4242" in error.hint
+    assert delta.states[stored.ref.path].version == 0  # nothing dropped, nothing changed
+    assert [c for c in delta.calls if not c.startswith("create")] == []
+
+
+def test_force_goes_past_the_live_writer_and_names_it(stores: Stores, tmp_path: Path) -> None:
+    stored, _ = _written(stores, tmp_path)
+    altered = service.alter_table(stored, stores, {"log.consistency": "eventual"}, [],
+                                  warehouse=tmp_path, force=True)  # fmt: skip
+    assert altered.to_json()["forced_past_writer"]["job"] == "ingest-7"
+    dropped = service.drop_table(stored.ref, stored.spec, stores, warehouse=tmp_path,
+                                 delete_topic=False, force=True)  # fmt: skip
+    assert dropped.forced_past is not None and dropped.forced_past.info.host == "elsewhere"
+    assert stored.ref.path not in _mem(stores)[0].states
+
+
+def test_an_expired_or_dead_writer_does_not_block(stores: Stores, tmp_path: Path) -> None:
+    import socket
+
+    stored, lease = _written(stores, tmp_path, host=socket.gethostname())
+    # This host, pid 4242 with no recorded process identity of ours: judged dead (or never ours).
+    assert service.check_no_live_writer(
+        stored.ref, "drop", "x", force=False, holder_dead=lambda _: True
+    ) is None  # fmt: skip
+    later = lease.info.expires_at + 1
+    assert service.check_no_live_writer(
+        stored.ref, "drop", "x", force=False, clock=lambda: later, holder_dead=lambda _: False
+    ) is None  # fmt: skip
+    with pytest.raises(service.TableBeingWrittenError):
+        service.check_no_live_writer(stored.ref, "drop", "x", force=False,
+                                     holder_dead=lambda _: False)  # fmt: skip

@@ -131,6 +131,9 @@ def test_append_only_is_refused_with_eventual_and_keeps_only_inserts() -> None:
         ("parquet:out/x", True, plan.OutputSpec("parquet", "out/x")),
         ("delta:~/x", True, plan.OutputSpec("delta", "~/x")),  # as typed: never expanded
         ("c:/data/x", True, plan.OutputSpec("delta", "c:/data/x")),
+        ("jsonl:out.jsonl", True, plan.OutputSpec("jsonl", "out.jsonl")),
+        ("s3a://bucket/x", True, plan.OutputSpec("delta", "s3a://bucket/x")),
+        ("./csv:x", True, plan.OutputSpec("delta", "./csv:x")),
     ],
 )
 def test_outputs(text: str | None, terminal: bool, expected: plan.OutputSpec) -> None:
@@ -141,6 +144,24 @@ def test_outputs(text: str | None, terminal: bool, expected: plan.OutputSpec) ->
 def test_an_output_without_a_usable_path_is_refused(text: str) -> None:
     with pytest.raises(InvalidInputError):
         plan.parse_output(text, stdout_is_terminal=False)
+
+
+@pytest.mark.parametrize("text", ["csv:out.csv", "json:out.json", "table:x", "JSONL:x"])
+def test_an_unknown_output_kind_is_refused_with_the_valid_ones(text: str) -> None:
+    # Taken as a Delta path, 'csv:out.csv' reached Spark as a URI scheme: a Java stack trace.
+    with pytest.raises(InvalidInputError, match="is not an output kind") as caught:
+        plan.parse_output(text, stdout_is_terminal=False)
+    assert caught.value.hint is not None and "jsonl:PATH, delta:PATH" in caught.value.hint
+
+
+def test_a_jsonl_file_is_streamed_by_the_consumer_and_may_follow() -> None:
+    out = plan.OutputSpec("jsonl", "out.jsonl")
+    assert out.streamed and not out.to_stdout
+    req = _request(mode="log", output=out, follow=True)
+    assert (req.engine, req.follow, req.output) == ("consumer", True, out)
+    assert _request(mode="log", output=out, engine="spark").engine == "spark"
+    with pytest.raises(InvalidInputError, match="Delta output is for bounded reads"):
+        _request(mode="log", output=plan.OutputSpec("delta", "out"), follow=True)
 
 
 def _commit(writer: str, epoch: int, version: int, offsets: dict[int, int]) -> EpochCommit:
@@ -222,7 +243,7 @@ def test_the_default_mode_is_the_tables_read_mode() -> None:
         ({"mode": "log", "checkpoint": " "}, "--checkpoint is empty"),
         ({"mode": "log", "checkpoint": "ck", "engine": "spark"}, "needs --follow"),
         ({"mode": "log", "follow": True, "output": plan.OutputSpec("delta", "out")},
-         "--follow writes to stdout"),
+         "--follow writes changes as they come"),
     ],
 )  # fmt: skip
 def test_flags_that_do_not_go_together_are_refused(given: dict[str, Any], message: str) -> None:
