@@ -582,7 +582,8 @@ def _unconfirmed_reason(
     reason = (
         f"{len(found)} commit markers in topic {topic} are not confirmed by the Delta log: "
         f"{'; '.join(examples)}{more}. They were ignored ({records} records of the attempts they "
-        "name were not folded); something other than this table's ingest jobs wrote them"
+        "name were not folded); something other than this table's ingest jobs wrote them, or "
+        "the Delta table was created again after they were written"
     )
     result.reason = reason if result.reason is None else f"{result.reason}; and {reason}"
     result.hint = (
