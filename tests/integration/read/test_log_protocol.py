@@ -17,6 +17,7 @@ exactly what one uninterrupted read emits.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
@@ -32,7 +33,7 @@ from logstore_cli.catalog.tables import load_table
 from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.logformat.consistency import LEVELS, Emission, Level
 from logstore_cli.logformat.partitioner import partition_for
-from logstore_cli.logformat.wire import EpochId, RowKind, RowSchema, encode_key
+from logstore_cli.logformat.wire import EpochId, RowKind, RowSchema, commit_metadata, encode_key
 from logstore_cli.model import TableSpec
 from logstore_cli.read import plan
 from logstore_cli.read.consumer import LogReader, ReaderCheckpoint, SourceConf
@@ -259,6 +260,17 @@ def test_a_read_restored_from_its_checkpoint_goes_on_as_if_never_stopped(
 # -- read_with_consumer: logstore read's own run ----------------------------------------------------
 
 
+def _delta_commits(table: Path) -> None:
+    """The Delta commits ``_write``'s markers name: version ``step + 1`` holds HISTORY[step]'s
+    epoch when it committed (another operation when it did not)."""
+    for step, (epoch, _, committed) in enumerate(HISTORY):
+        info: dict[str, Any] = {"timestamp": step, "operation": "MERGE"}
+        if committed:
+            info["userMetadata"] = commit_metadata(epoch, {})
+        name = table / "_delta_log" / f"{step + 1:020d}.json"
+        name.write_text(json.dumps({"commitInfo": info}) + "\n")
+
+
 class Collect:
     """An in-memory Sink."""
 
@@ -285,8 +297,9 @@ def test_logstore_reads_resumed_from_a_checkpoint_equal_one_read(
     tmp_path: Path, kafka_bootstrap: str, topic_name: str
 ) -> None:
     warehouse = tmp_path / "wh"
-    write_table(warehouse, orders_ddl("shop.orders", topic_name, kafka_bootstrap,
-                                      partitions=PARTITIONS))  # fmt: skip
+    path = write_table(warehouse, orders_ddl("shop.orders", topic_name, kafka_bootstrap,
+                                             partitions=PARTITIONS))  # fmt: skip
+    _delta_commits(path)  # `logstore read` releases only what the Delta log confirms
     create_topic(kafka_bootstrap, topic_name, PARTITIONS)
     stored = load_table(warehouse, "shop.orders")
     schema = RowSchema.of(stored.spec)
