@@ -9,6 +9,7 @@ from pathlib import Path
 
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.ddl import ParseOptions, parse_ddl
+from logstore_cli.logformat.wire import EpochId, commit_metadata
 
 _DELTA_TYPES = {"bigint": "long", "int": "integer", "smallint": "short", "tinyint": "byte"}
 
@@ -43,3 +44,14 @@ def write_table(warehouse: Path, ddl: str) -> Path:
     log.mkdir(parents=True)
     (log / "00000000000000000000.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
     return path
+
+
+def write_epoch_commit(table: Path, version: int, epoch: EpochId | None) -> None:
+    """Delta commit ``version`` of ``epoch`` (its commit metadata, no data), or of another
+    operation when ``epoch`` is None: what a marker naming ``version`` needs to be confirmed."""
+    info: dict[str, object] = {"timestamp": version, "operation": "MERGE"}
+    if epoch is not None:
+        info["userMetadata"] = commit_metadata(epoch, {})
+    (table / "_delta_log" / f"{version:020d}.json").write_text(
+        json.dumps({"commitInfo": info}) + "\n"
+    )

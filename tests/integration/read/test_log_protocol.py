@@ -17,7 +17,6 @@ exactly what one uninterrupted read emits.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
@@ -33,12 +32,12 @@ from logstore_cli.catalog.tables import load_table
 from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.logformat.consistency import LEVELS, Emission, Level
 from logstore_cli.logformat.partitioner import partition_for
-from logstore_cli.logformat.wire import EpochId, RowKind, RowSchema, commit_metadata, encode_key
+from logstore_cli.logformat.wire import EpochId, RowKind, RowSchema, encode_key
 from logstore_cli.model import TableSpec
 from logstore_cli.read import plan
 from logstore_cli.read.consumer import LogReader, ReaderCheckpoint, SourceConf
 from logstore_cli.read.service import ReadSummary, build_request, read_with_consumer
-from tests.deltalog import write_table
+from tests.deltalog import write_epoch_commit, write_table
 from tests.integration.jobs.ingest_support import orders_ddl
 from tests.integration.read.log_support import LogWriter, create_topic, end_offsets
 
@@ -264,11 +263,7 @@ def _delta_commits(table: Path) -> None:
     """The Delta commits ``_write``'s markers name: version ``step + 1`` holds HISTORY[step]'s
     epoch when it committed (another operation when it did not)."""
     for step, (epoch, _, committed) in enumerate(HISTORY):
-        info: dict[str, Any] = {"timestamp": step, "operation": "MERGE"}
-        if committed:
-            info["userMetadata"] = commit_metadata(epoch, {})
-        name = table / "_delta_log" / f"{step + 1:020d}.json"
-        name.write_text(json.dumps({"commitInfo": info}) + "\n")
+        write_epoch_commit(table, step + 1, epoch if committed else None)
 
 
 class Collect:
