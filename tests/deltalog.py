@@ -11,6 +11,7 @@ from typing import Any
 
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.ddl import ParseOptions, parse_ddl
+from logstore_cli.logformat.wire import EpochId, commit_metadata
 from logstore_cli.model import TableSpec
 from logstore_cli.provision.delta_spark import SparkDeltaStore
 
@@ -70,3 +71,14 @@ class JsonDeltaStore(SparkDeltaStore):
 
 def _no_spark() -> Any:
     raise AssertionError("JsonDeltaStore starts no Spark")
+
+
+def write_epoch_commit(table: Path, version: int, epoch: EpochId | None) -> None:
+    """Delta commit ``version`` of ``epoch`` (its commit metadata, no data), or of another
+    operation when ``epoch`` is None: what a marker naming ``version`` needs to be confirmed."""
+    info: dict[str, object] = {"timestamp": version, "operation": "MERGE"}
+    if epoch is not None:
+        info["userMetadata"] = commit_metadata(epoch, {})
+    (table / "_delta_log" / f"{version:020d}.json").write_text(
+        json.dumps({"commitInfo": info}) + "\n"
+    )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from logstore_cli.errors import LogstoreError
 from logstore_cli.logformat.errors import WireFormatError
-from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
+from logstore_cli.logformat.wire import CommitMarker, EpochId, parse_commit_metadata
 
 _COMMIT_FILE = re.compile(r"(\d{20})\.json")
 _COMMIT_INFO = b'{"commitInfo"'
@@ -115,3 +115,54 @@ def committed_version(table: Path, writer: str) -> int | None:
             hint="check that the path holds a Delta table readable by this user",
         ) from exc
     return None if version is None else int(version)
+
+
+class EpochConfirmer:
+    """Whether a commit marker is confirmed by the Delta log (a reader's ``confirm``,
+    ``logformat.consistency``): the commit at the marker's version is an epoch commit of the same
+    writer, epoch and attempt. Anyone who can write to the topic can produce a marker; only the
+    ingest job that committed an epoch can make Delta hold it.
+
+    Each commit file is read once (commits never change) and only when a marker names a version not
+    seen yet, so a read costs one small file per epoch, not per record. A version whose file is not
+    there is not remembered: it may be committed later. Commit files Delta's log cleanup removed
+    (older than the oldest left) cannot be read; for them the writer's transaction id in the
+    snapshot (``txnVersion`` >= the epoch) confirms the writer and epoch, not the attempt.
+
+    Log-only markers (``--emit log``: no Delta version) name nothing Delta could confirm: they are
+    trusted, as the topic's ACLs are (docs/consistency.md §10, "What a reader trusts").
+    """
+
+    def __init__(self, table: Path) -> None:
+        self._table = table
+        self._commits: dict[int, EpochId | None] = {}  # version -> its epoch (None: not one)
+        self._txn: dict[str, int | None] = {}  # writer -> txnVersion, for cleaned-up versions
+        self._newest = -1  # the newest version known to have a commit file
+        self.checked = 0  # commit files read, for tests and benchmarks
+
+    def __call__(self, marker: CommitMarker) -> bool:
+        version = marker.delta_version
+        if version is None:
+            return True
+        if version not in self._commits:
+            self.checked += 1
+            if not (self._table / "_delta_log" / f"{version:020d}.json").exists():
+                return self._cleaned_up(marker, version)
+            self._newest = max(self._newest, version)
+            found = epoch_of(self._table, version)
+            self._commits[version] = None if found is None else found.epoch
+        return self._commits[version] == marker.epoch
+
+    def _cleaned_up(self, marker: CommitMarker, version: int) -> bool:
+        """A version without its commit file: not committed (yet), or removed by log cleanup
+        (Delta's versions have no gaps: a version below an existing one was committed)."""
+        if version >= self._newest:
+            versions = commit_versions(self._table)
+            self._newest = max(self._newest, versions[0] if versions else -1)
+            if version >= self._newest:
+                return False  # not committed (yet): a later marker naming it asks again
+        writer = marker.epoch.writer
+        if writer not in self._txn:  # the snapshot's: it covers every cleaned-up commit
+            self._txn[writer] = committed_version(self._table, writer)
+        through = self._txn[writer]
+        return through is not None and marker.epoch.epoch <= through

@@ -340,6 +340,15 @@ def _describe_start(out: Output, req: ReadRequest) -> None:
 
 
 def _finish(out: Output, req: ReadRequest, summary: ReadSummary, json_: bool) -> None:
+    if summary.unconfirmed_markers:
+        # Not data a reader can use, and not an error of the read: someone wrote to the topic.
+        out.warning(
+            f"{summary.unconfirmed_markers} commit markers name epochs the Delta log of "
+            f"{req.name} does not hold (forged, or not written by this table's ingest jobs): "
+            f"ignored, they released nothing and closed no epoch; {summary.unconfirmed_records} "
+            "records of the attempts they named stay uncommitted. Check who may write to the "
+            "topic (Kafka ACLs); `logstore verify` names them"
+        )
     if json_:
         if req.output.to_stdout:
             # stdout carries the data; one compact line, so a script can pick it out of stderr
@@ -363,6 +372,11 @@ def _finish(out: Output, req: ReadRequest, summary: ReadSummary, json_: bool) ->
             pairs.append(("skipped", f"{summary.skipped:,} records not in logstore's format"))
         if summary.pending_epochs:
             pairs.append(("open epochs", f"{summary.pending_epochs} (not committed yet)"))
+        if summary.unconfirmed_markers:
+            unconfirmed = summary.unconfirmed_markers, summary.unconfirmed_records
+            pairs.append(
+                ("unconfirmed", "{:,} markers, {:,} records (ignored)".format(*unconfirmed))
+            )
     if req.output.path:
         pairs.append(("written to", f"{req.output.kind}:{req.output.path}"))
     pairs.append(("seconds", f"{summary.seconds:.2f}"))

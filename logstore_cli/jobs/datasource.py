@@ -49,7 +49,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from logstore_cli import config as cfg
-from logstore_cli.catalog.epochs import epoch_commits
+from logstore_cli.catalog.epochs import EpochConfirmer, epoch_commits
 from logstore_cli.catalog.tables import load_table
 from logstore_cli.errors import InvalidInputError, LogstoreError
 from logstore_cli.logformat.consistency import (
@@ -208,6 +208,13 @@ class ReadSpec:
     batch_start: plan.Start | plan.HybridStart
     stream_start: plan.Start | plan.HybridStart
     committed_through: Mapping[str, int] = field(default_factory=dict)  # a hybrid start's
+    # The Delta table, whose log confirms each marker before it releases anything (as the consumer
+    # engine does: docs/consistency.md §10); "" reads without confirming.
+    table_path: str = ""
+
+    def confirmer(self) -> EpochConfirmer | None:
+        """A new confirmer (it caches the commits it read): one per task or stream reader."""
+        return EpochConfirmer(Path(self.table_path)) if self.table_path else None
 
     def ddl(self) -> str:
         """The Spark schema: the table's columns, then ``META_COLUMNS``."""
@@ -300,6 +307,7 @@ def resolve(options: Mapping[str, str]) -> ReadSpec:
         batch_start,
         stream_start,
         through,
+        str(stored.ref.path),
     )
 
 
@@ -409,7 +417,9 @@ class LogBatchReader(DataSourceReader):
     def _read(self, partition: KafkaRange) -> Iterator[pa.RecordBatch]:
         spec = self.spec
         out = _ArrowRows(spec, self.schema)
-        decider = PartitionDecider(spec.level, committed_through=spec.committed_through)
+        decider = PartitionDecider(
+            spec.level, committed_through=spec.committed_through, confirm=spec.confirmer()
+        )
         source = LogSource(spec.source, spec.schema)
         try:
             yield from _emit(
@@ -484,6 +494,7 @@ class LogStreamReader(SimpleDataSourceStreamReader):
         self.spec = spec
         self.schema = schema
         self._source: LogSource | None = None  # the driver's, kept across micro-batches
+        self._confirm = spec.confirmer()  # its cache too
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -539,7 +550,7 @@ class LogStreamReader(SimpleDataSourceStreamReader):
                     "deleted and created again?)",
                     hint="start the query with a new checkpointLocation",
                 )
-            decider = PartitionDecider.resume(spec.level, point)
+            decider = PartitionDecider.resume(spec.level, point, confirm=self._confirm)
             batches += _emit(source, decider, partition, point.offset, high, out)
             reached = decider.resume_point()
             # Read through ``high``: records not fed (foreign ones) are not read again either.
@@ -569,7 +580,7 @@ class LogStreamReader(SimpleDataSourceStreamReader):
                 point = points.get(partition) or self._new_partition(low)
                 stop = ends[partition].position
                 assert point.offset is not None and stop is not None
-                decider = PartitionDecider.resume(spec.level, point)
+                decider = PartitionDecider.resume(spec.level, point, confirm=self._confirm)
                 batches += _emit(source, decider, partition, point.offset, stop, out)
             if len(out):
                 batches.append(out.take())

@@ -16,6 +16,12 @@ A writer's epochs are sequential (Spark runs batch ``N+1`` only after batch ``N`
 flushed), so each writer has at most one open epoch; the highest epoch a marker resolved is kept
 per writer (``committed_through``) so that repeated markers and late records are recognised.
 
+Markers are not trusted blindly: anyone who can write to the topic can produce one. A reader
+that can check them passes ``confirm`` (a marker -> bool, e.g. ``catalog.epochs.EpochConfirmer``,
+which asks the Delta log); a marker it refutes is ignored at every level, counted in the stats: it
+releases nothing, closes no epoch and does not advance ``committed_through`` (docs/consistency.md
+§10, "What a reader trusts"). The decider stays pure: the check is injected.
+
 A decider's ``state()`` is a JSON value that ``restore`` turns back into a decider which continues
 exactly as the saved one would have; ``resume_point()`` is the small alternative without records
 (an offset to re-read from, plus ``committed_through``).
@@ -25,7 +31,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from datetime import date, datetime
 from decimal import Decimal
@@ -37,6 +43,8 @@ from logstore_cli.logformat.wire import ChangeRecord, CommitMarker, EpochId, Row
 Level: TypeAlias = Literal["committed", "eventual", "none"]
 LEVELS: Final[tuple[Level, ...]] = ("committed", "eventual", "none")
 Item: TypeAlias = ChangeRecord | CommitMarker
+#: Whether a marker is confirmed (by the Delta log): an unconfirmed one is ignored and counted.
+Confirm: TypeAlias = Callable[[CommitMarker], bool]
 
 STATE_FORMAT: Final = 1  # the version of state() and ResumePoint.to_json(); restore refuses others
 _STATE_HINT = (
@@ -141,6 +149,10 @@ class DeciderStats:
     dropped: int = 0  # records never emitted: failed attempts (committed), late or skipped records
     repeated_markers: int = 0  # markers of an epoch already resolved (no-ops)
     replayed: int = 0  # items at an offset already processed (ignored)
+    # Markers ``confirm`` refuted (ignored), and the records of the attempts they named that were
+    # held or standing then (they stay unreleased: pending at committed).
+    unconfirmed_markers: int = 0
+    unconfirmed_records: int = 0
 
 
 class _Open:
@@ -180,11 +192,18 @@ class PartitionDecider:
 
     ``committed_through`` (writer -> epoch) marks epochs as already resolved before the first item:
     a hybrid read (design §6.5) passes the epochs its Delta snapshot holds, and they are skipped at
-    every level.
+    every level. ``confirm`` checks each marker that would resolve an epoch (see the module).
     """
 
-    def __init__(self, level: str, *, committed_through: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        level: str,
+        *,
+        committed_through: Mapping[str, int] | None = None,
+        confirm: Confirm | None = None,
+    ) -> None:
         self._level: Level = check_level(level)
+        self._confirm = confirm
         self._through: dict[str, int] = dict(committed_through or {})
         self._open: dict[str, _Open] = {}  # by writer: at most one open epoch each
         self._next: int | None = None  # offsets below were processed
@@ -300,6 +319,16 @@ class PartitionDecider:
         if self._resolved(epoch):
             self.stats.repeated_markers += 1
             return []
+        if self._confirm is not None and not self._confirm(marker):
+            # Forged, or another table's: it must neither release records nor close (or skip) a
+            # real writer's epochs. Its attempt's records stay held (committed) or standing.
+            self.stats.unconfirmed_markers += 1
+            open_ = self._open.get(epoch.writer)
+            if open_ is not None and open_.epoch == epoch.epoch:
+                self.stats.unconfirmed_records += sum(
+                    1 for _, r in open_.records if r.epoch.attempt == epoch.attempt
+                )
+            return []
         self._through[epoch.writer] = epoch.epoch
         open_ = self._open.pop(epoch.writer, None)
         if open_ is None:
@@ -364,13 +393,15 @@ class PartitionDecider:
         return ResumePoint(self.resume_offset, self.position, self.committed_through)
 
     @classmethod
-    def resume(cls, level: str, point: ResumePoint) -> PartitionDecider:
+    def resume(
+        cls, level: str, point: ResumePoint, *, confirm: Confirm | None = None
+    ) -> PartitionDecider:
         """A decider that continues from ``point``: feed it the partition from ``point.offset``.
 
         Its output is exactly what the decider that made ``point`` would have gone on to emit
         (items below ``point.position`` only rebuild the open epochs).
         """
-        decider = cls(level, committed_through=point.committed_through)
+        decider = cls(level, committed_through=point.committed_through, confirm=confirm)
         decider._replay_until = point.position
         if point.offset is not None and point.offset != point.position:
             decider._resume_from = point.offset  # a record of an open epoch: it must be read again
@@ -408,12 +439,12 @@ class PartitionDecider:
         }
 
     @classmethod
-    def restore(cls, snapshot: Any) -> PartitionDecider:
+    def restore(cls, snapshot: Any, *, confirm: Confirm | None = None) -> PartitionDecider:
         """The decider ``state()`` saved. Raises ``DeciderStateError`` for a damaged snapshot."""
         obj = _object(snapshot, "state")
         _check_format(obj, "state")
         level = _level(obj)
-        decider = cls(level, committed_through=_through(obj, "state"))
+        decider = cls(level, committed_through=_through(obj, "state"), confirm=confirm)
         decider._next = _opt_int(obj, "next_offset", "state")
         decider._replay_until = _opt_int(obj, "replay_until", "state")
         decider._resume_from = _opt_int(obj, "resume_from", "state")
@@ -451,10 +482,11 @@ def decide(
     level: str,
     *,
     committed_through: Mapping[str, int] | None = None,
+    confirm: Confirm | None = None,
 ) -> list[Emission]:
     """Everything a reader of one bounded partition emits at ``level`` (epochs still open at the
     end are held or stay standing, as a streaming reader would leave them)."""
-    decider = PartitionDecider(level, committed_through=committed_through)
+    decider = PartitionDecider(level, committed_through=committed_through, confirm=confirm)
     out: list[Emission] = []
     last: int | None = None
     for offset, item in items:
@@ -470,21 +502,29 @@ def decide_partitions(
     level: str,
     *,
     committed_through: Mapping[str, int] | None = None,
+    confirm: Confirm | None = None,
 ) -> dict[int, list[Emission]]:
     """``decide`` for each partition of a topic: partitions decide alone (design §6.3)."""
     return {
-        p: decide(items, level, committed_through=committed_through)
+        p: decide(items, level, committed_through=committed_through, confirm=confirm)
         for p, items in partitions.items()
     }
 
 
 class TopicDecider:
     """One ``PartitionDecider`` per partition of a topic, created on a partition's first item,
-    with one state for all of them."""
+    with one state for all of them (``confirm`` is every partition's)."""
 
-    def __init__(self, level: str, *, committed_through: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        level: str,
+        *,
+        committed_through: Mapping[str, int] | None = None,
+        confirm: Confirm | None = None,
+    ) -> None:
         self._level = check_level(level)
         self._seed = dict(committed_through or {})
+        self._confirm = confirm
         self._partitions: dict[int, PartitionDecider] = {}
 
     @property
@@ -494,7 +534,9 @@ class TopicDecider:
     def partition(self, partition: int) -> PartitionDecider:
         decider = self._partitions.get(partition)
         if decider is None:
-            decider = PartitionDecider(self._level, committed_through=self._seed)
+            decider = PartitionDecider(
+                self._level, committed_through=self._seed, confirm=self._confirm
+            )
             self._partitions[partition] = decider
         return decider
 
@@ -505,6 +547,14 @@ class TopicDecider:
         """The open epochs of each partition that has any."""
         found = {p: d.pending() for p, d in sorted(self._partitions.items())}
         return {p: epochs for p, epochs in found.items() if epochs}
+
+    def stats(self) -> DeciderStats:
+        """Every partition's stats, added up (what was saved with a restored state included)."""
+        total = DeciderStats()
+        for decider in self._partitions.values():
+            for name, value in asdict(decider.stats).items():
+                setattr(total, name, getattr(total, name) + value)
+        return total
 
     def resume_points(self) -> dict[int, ResumePoint]:
         return {p: d.resume_point() for p, d in sorted(self._partitions.items())}
@@ -518,18 +568,18 @@ class TopicDecider:
         }
 
     @classmethod
-    def restore(cls, snapshot: Any) -> TopicDecider:
+    def restore(cls, snapshot: Any, *, confirm: Confirm | None = None) -> TopicDecider:
         obj = _object(snapshot, "state")
         _check_format(obj, "state")
         level = _level(obj)
-        topic = cls(level, committed_through=_through(obj, "state"))
+        topic = cls(level, committed_through=_through(obj, "state"), confirm=confirm)
         parts = obj.get("partitions")
         if not isinstance(parts, dict):
             raise DeciderStateError("state.partitions: expected an object")
         for name, part in parts.items():
             if not (isinstance(name, str) and name.isdigit()):
                 raise DeciderStateError(f"state.partitions: {name!r} is not a partition number")
-            decider = PartitionDecider.restore(part)
+            decider = PartitionDecider.restore(part, confirm=confirm)
             if decider.level != level:
                 raise DeciderStateError(f"state.partitions.{name}: level {decider.level}")
             topic._partitions[int(name)] = decider
@@ -603,9 +653,15 @@ def _restore_open(entry: Any, where: str, next_offset: int | None) -> _Open:
     return open_
 
 
+# Stats added since format 1 first shipped: a state saved before them restores them as 0.
+_NEWER_STATS: Final = frozenset({"unconfirmed_markers", "unconfirmed_records"})
+
+
 def _restore_stats(value: Any) -> DeciderStats:
-    obj = _object(value, "state.stats")
+    obj = dict(_object(value, "state.stats"))
     names = [f.name for f in fields(DeciderStats)]
+    for name in _NEWER_STATS:
+        obj.setdefault(name, 0)
     if set(obj) != set(names) or not all(_is_int(obj[n]) for n in names):
         raise DeciderStateError(f"state.stats: expected the integers {', '.join(names)}")
     return DeciderStats(**obj)

@@ -41,6 +41,7 @@ from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError, T
 from logstore_cli.kafka.client_config import java_only_reason, librdkafka_config
 from logstore_cli.kafka.errors import KafkaErrorMapper, Operation, check_topic_name, reason
 from logstore_cli.logformat.consistency import (
+    Confirm,
     DeciderStateError,
     Emission,
     Item,
@@ -636,8 +637,14 @@ class ReaderDecider(TopicDecider):
     carries the positions beside the decider's own fields, which ``TopicDecider.restore`` ignores.
     """
 
-    def __init__(self, level: str, *, committed_through: Mapping[str, int] | None = None) -> None:
-        super().__init__(level, committed_through=committed_through)
+    def __init__(
+        self,
+        level: str,
+        *,
+        committed_through: Mapping[str, int] | None = None,
+        confirm: Confirm | None = None,
+    ) -> None:
+        super().__init__(level, committed_through=committed_through, confirm=confirm)
         self.positions: dict[int, int] = {}
 
     def state(self) -> dict[str, Any]:
@@ -646,8 +653,8 @@ class ReaderDecider(TopicDecider):
         return state
 
     @classmethod
-    def restore(cls, snapshot: Any) -> ReaderDecider:
-        decider = super().restore(snapshot)
+    def restore(cls, snapshot: Any, *, confirm: Confirm | None = None) -> ReaderDecider:
+        decider = super().restore(snapshot, confirm=confirm)
         assert isinstance(decider, ReaderDecider)
         raw = snapshot.get(_POSITIONS_KEY, {})  # a plain TopicDecider state has none
         if not isinstance(raw, dict) or not all(
@@ -664,6 +671,7 @@ class LogReader:
     ``committed_through`` (writer -> epoch) marks epochs resolved before the first record (a hybrid
     read's snapshot). ``state`` (a ``decider.state()`` saved earlier, e.g. by
     :class:`ReaderCheckpoint`) restores the decider instead: the read continues where it stopped.
+    ``confirm`` checks markers against the Delta log (``catalog.epochs.EpochConfirmer``).
     """
 
     def __init__(
@@ -674,11 +682,12 @@ class LogReader:
         *,
         committed_through: Mapping[str, int] | None = None,
         state: Any | None = None,
+        confirm: Confirm | None = None,
     ) -> None:
         self._level = check_level(level)
         self._restored = state is not None
         if state is not None:
-            decider = ReaderDecider.restore(state)
+            decider = ReaderDecider.restore(state, confirm=confirm)
             if decider.level != self._level:
                 raise InvalidInputError(
                     f"the saved reader state is of the {decider.level} level, not {self._level}",
@@ -686,7 +695,9 @@ class LogReader:
                 )
             self._decider = decider
         else:
-            self._decider = ReaderDecider(self._level, committed_through=committed_through)
+            self._decider = ReaderDecider(
+                self._level, committed_through=committed_through, confirm=confirm
+            )
         self._stats = ReadStats()
         self._source = LogSource(conf, schema)
         self.topic = conf.topic

@@ -84,6 +84,9 @@ class ReadSummary:
     markers: int = 0
     skipped: int = 0  # foreign and malformed records
     pending_epochs: int = 0
+    # Markers the Delta log does not confirm (ignored), and the records of the attempts they named
+    unconfirmed_markers: int = 0
+    unconfirmed_records: int = 0
     end_offsets: dict[int, int] = field(default_factory=dict)
     limited: bool = False
     seconds: float = 0.0
@@ -105,6 +108,10 @@ class ReadSummary:
                 "markers": self.markers,
                 "skipped": self.skipped,
                 "pending_epochs": self.pending_epochs,
+                "unconfirmed": {
+                    "markers": self.unconfirmed_markers,
+                    "records": self.unconfirmed_records,
+                },
                 "end_offsets": {str(p): o for p, o in sorted(self.end_offsets.items())},
             },
             "limited": self.limited,
@@ -256,7 +263,7 @@ def read_with_consumer(
 ) -> ReadSummary:
     """A log read with the confluent-kafka engine; returns when bounded and done, when ``stop()``
     is true (follow), or at ``--limit``."""
-    from logstore_cli.catalog.epochs import epoch_commits
+    from logstore_cli.catalog.epochs import EpochConfirmer, epoch_commits
     from logstore_cli.catalog.snapshot import snapshot_batches
     from logstore_cli.read.consumer import LogReader, ReaderCheckpoint, ReaderDecider, SourceConf
     from logstore_cli.read.fold import ArrowRows
@@ -292,7 +299,9 @@ def read_with_consumer(
         req.level,
         committed_through=None if hybrid is None else hybrid.committed_through,
         state=saved,
+        confirm=EpochConfirmer(req.table.ref.path),  # a marker releases what Delta committed
     )
+    before = reader.decider.stats()  # a restored state's counts are the last run's
     try:
         try:
             if hybrid is not None:
@@ -328,6 +337,9 @@ def read_with_consumer(
         summary.records, summary.markers = stats.records, stats.markers
         summary.skipped = stats.foreign + stats.malformed
         summary.pending_epochs = sum(len(p) for p in reader.pending().values())
+        after = reader.decider.stats()
+        summary.unconfirmed_markers = after.unconfirmed_markers - before.unconfirmed_markers
+        summary.unconfirmed_records = after.unconfirmed_records - before.unconfirmed_records
     finally:
         reader.close()
     summary.rows = emitted

@@ -31,7 +31,12 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from logstore_cli.catalog import warehouse as wh
-from logstore_cli.catalog.epochs import EpochCommit, commit_versions, epoch_commits
+from logstore_cli.catalog.epochs import (
+    EpochCommit,
+    EpochConfirmer,
+    commit_versions,
+    epoch_commits,
+)
 from logstore_cli.catalog.tables import StoredTable
 from logstore_cli.errors import InvalidInputError, LogstoreError
 from logstore_cli.logformat.consistency import Item, TopicDecider
@@ -80,6 +85,9 @@ class LogSummary:
     # Records no marker released: attempts that never committed (what an eventual read retracts),
     # and records of an epoch that was already resolved.
     dropped: int = 0
+    # Markers the Delta log does not confirm (ignored), and the records of the attempts they name
+    unconfirmed_markers: int = 0
+    unconfirmed_records: int = 0
     partitions: int = 0
     start_offsets: dict[int, int] = field(default_factory=dict)
     end_offsets: dict[int, int] = field(default_factory=dict)
@@ -93,6 +101,10 @@ class LogSummary:
             "changes": self.changes,
             "epochs": self.epochs,
             "dropped": self.dropped,
+            "unconfirmed": {
+                "markers": self.unconfirmed_markers,
+                "records": self.unconfirmed_records,
+            },
             "partitions": self.partitions,
             "start_offsets": {str(p): o for p, o in sorted(self.start_offsets.items())},
             "end_offsets": {str(p): o for p, o in sorted(self.end_offsets.items())},
@@ -164,27 +176,35 @@ class _Released:
         default_factory=lambda: defaultdict(lambda: defaultdict(set))
     )
     versions: dict[tuple[str, int], set[int]] = field(default_factory=lambda: defaultdict(set))
+    # Markers the Delta log does not confirm (ignored by the decider): (partition, offset, marker)
+    unconfirmed: list[tuple[int, int, CommitMarker]] = field(default_factory=list)
 
 
 class _LogRead:
     """Partitions read through one decider at level ``committed``, each up to an end offset that
     may be moved on (``extend``)."""
 
-    def __init__(self, source: LogRange, bound: int | None, schema: RowSchema) -> None:
+    def __init__(self, source: LogRange, bound: int | None, schema: RowSchema, table: Path) -> None:
         self.source = source
         self.bound = bound  # V (None: no epoch commit, every versioned marker counts)
         self.state = FoldedState(schema)  # what markers naming V or older released, folded
-        self.decider = TopicDecider("committed")
+        # As `logstore read` does: a marker releases only what the Delta log confirms.
+        self.decider = TopicDecider("committed", confirm=EpochConfirmer(table))
         self.released = _Released()
         self.position: dict[int, int] = {}
         self.stats = ReadStats()
 
     def read(self, partition: int, start: int, end: int) -> None:
         released = self.released
+        stats = self.decider.partition(partition).stats
         for offset, item in self.source.consume_range(partition, start, end, self.stats):
+            refuted = stats.unconfirmed_markers
             emissions = self.decider.feed(partition, offset, item)
             # At level committed only a marker releases anything: its epoch's records.
             if not isinstance(item, CommitMarker):
+                continue
+            if stats.unconfirmed_markers != refuted:
+                released.unconfirmed.append((partition, offset, item))
                 continue
             eid = (item.epoch.writer, item.epoch.epoch)
             released.markers[eid][partition].add(item.epoch.attempt)
@@ -300,7 +320,7 @@ def verify_table(
         return done()
 
     # Step 2: the log, partition by partition.
-    log_read = _LogRead(source, bound, schema)
+    log_read = _LogRead(source, bound, schema, path)
     for p, (low, high) in sorted(marks.items()):
         log_read.read(p, low, high)
 
@@ -316,8 +336,13 @@ def verify_table(
                 time.sleep(_MARKER_WAIT_STEP_S)  # polled until the deadline
     committed = {(c.epoch.writer, c.epoch.epoch): c for c in commits}
     _read_notes(result, log_read, committed)
+
+    def finish() -> VerifyResult:
+        _unconfirmed_reason(result, log_read, commits, summary.topic)
+        return done()
+
     if at is None:
-        return _without_epoch(result, log_read.released, done)
+        return _without_epoch(result, log_read.released, finish)
     held = _held_committed_epochs(log_read.decider, committed)
     if missing or held:
         result.reason = _markers_reason(at, missing, held)
@@ -325,7 +350,7 @@ def verify_table(
             "run the ingest job again (same --job/--checkpoint): it publishes the markers of the "
             "table's latest epoch commit before anything else; any ingest of the table does"
         )
-        return done()
+        return finish()
     _protocol_notes(result, log_read.released, committed, commits, versions[-1] if versions else 0)
 
     # Step 4: both sides folded, and compared.
@@ -347,7 +372,7 @@ def verify_table(
             "as different)"
         )
     result.diff = compare(delta_state, log_state, examples=examples)
-    return done()
+    return finish()
 
 
 def writer_running(table: Path) -> bool:
@@ -382,6 +407,8 @@ def _read_notes(
     summary.end_offsets.update(log_read.position)  # moved on while waiting for markers
     summary.epochs, summary.changes = len(released.epochs), released.kept
     summary.dropped = sum(log_read.decider.partition(p).stats.dropped for p in log_read.position)
+    summary.unconfirmed_markers = len(released.unconfirmed)
+    summary.unconfirmed_records = log_read.decider.stats().unconfirmed_records
     if stats.foreign:
         result.notes.append(
             f"{stats.foreign} records without logstore headers (another producer's) were skipped"
@@ -391,11 +418,12 @@ def _read_notes(
             f"{stats.malformed} malformed records (they break wire format 1) were skipped: see the "
             "warning for the first one's partition and offset"
         )
+    forged = {(m.epoch.writer, m.epoch.epoch) for _, _, m in released.unconfirmed}
     open_ = [
         e
         for pending in log_read.decider.pending().values()
         for e in pending
-        if (e.writer, e.epoch) not in committed
+        if (e.writer, e.epoch) not in committed and (e.writer, e.epoch) not in forged
     ]
     if open_:
         epochs = {(e.writer, e.epoch) for e in open_}
@@ -524,6 +552,46 @@ def _protocol_notes(
             f"{result.delta_version} are not ingest epochs (or came while verify ran): compared "
             f"at {result.delta_version}"
         )
+
+
+def _unconfirmed_reason(
+    result: VerifyResult, log_read: _LogRead, commits: list[EpochCommit], topic: str
+) -> None:
+    """Markers the Delta log does not confirm make the result unequal, whatever the data says:
+    something other than the table's ingest jobs writes to its topic."""
+    found = log_read.released.unconfirmed
+    if not found:
+        return
+    by_version = {c.version: c for c in commits}
+    examples = []
+    for partition, offset, marker in found[:EXAMPLES]:
+        eid, version = marker.epoch, marker.delta_version
+        owner = by_version.get(version) if version is not None else None
+        holds = (
+            f"epoch {owner.epoch.epoch} of writer {owner.epoch.writer} attempt "
+            f"{owner.epoch.attempt}"
+            if owner is not None
+            else "no ingest epoch"
+        )
+        examples.append(
+            f"partition {partition} offset {offset}: epoch {eid.epoch} of writer {eid.writer} "
+            f"attempt {eid.attempt} as Delta version {version}, which holds {holds}"
+        )
+    more = f" (and {len(found) - len(examples)} more)" if len(found) > len(examples) else ""
+    records = result.log.unconfirmed_records
+    reason = (
+        f"{len(found)} commit markers in topic {topic} are not confirmed by the Delta log: "
+        f"{'; '.join(examples)}{more}. They were ignored ({records} records of the attempts they "
+        "name were not folded); something other than this table's ingest jobs wrote them, or "
+        "the Delta table was created again after they were written"
+    )
+    result.reason = reason if result.reason is None else f"{result.reason}; and {reason}"
+    result.hint = (
+        f"readers ignore these markers at every level; find who can write to topic {topic} and "
+        "allow only the ingest job's Kafka principal (ACLs); drop the table with --delete-topic "
+        "and create it again for a clean log"
+        + ("" if result.hint is None else f". Also: {result.hint}")
+    )
 
 
 def _log_only_note(result: VerifyResult, released: _Released) -> None:

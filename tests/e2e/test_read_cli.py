@@ -31,7 +31,7 @@ from deltalake import DeltaTable
 from logstore_cli.catalog.epochs import EpochCommit, epoch_commits
 from logstore_cli.catalog.tables import load_table
 from logstore_cli.logformat.wire import EpochId, RowKind, RowSchema
-from tests.deltalog import write_table
+from tests.deltalog import write_epoch_commit, write_table
 from tests.e2e.cli_support import create_tables
 from tests.integration.jobs.ingest_support import normalized, orders_ddl
 from tests.integration.read.log_support import LogWriter, create_topic, end_offsets
@@ -347,8 +347,8 @@ def _rows(n: int, start: int = 0, tag: str = "") -> list[dict[str, Any]]:
 def test_follow_stops_on_ctrl_c_and_resumes_from_its_checkpoint(
     tmp_path: Path, kafka_bootstrap: str, topic_name: str
 ) -> None:
-    write_table(tmp_path / "wh", orders_ddl("shop.live", topic_name, kafka_bootstrap,
-                                            partitions=PARTITIONS))  # fmt: skip
+    table = write_table(tmp_path / "wh", orders_ddl("shop.live", topic_name, kafka_bootstrap,
+                                                    partitions=PARTITIONS))  # fmt: skip
     create_topic(kafka_bootstrap, topic_name, PARTITIONS)
     schema = RowSchema.of(load_table(tmp_path / "wh", "shop.live").spec)
     w = "w-feedfacefeedface"
@@ -360,7 +360,8 @@ def test_follow_stops_on_ctrl_c_and_resumes_from_its_checkpoint(
         def epoch(n: int, attempt: str, changes: list[tuple[RowKind, dict[str, Any]]],
                   commit: bool = True) -> int:  # fmt: skip
             sent = log.changes(EpochId(w, n, attempt), changes)
-            if commit:
+            if commit:  # as the job does: the Delta commit, then the markers naming it
+                write_epoch_commit(table, n + 1, EpochId(w, n, attempt))
                 log.marker(EpochId(w, n, attempt), delta_version=n + 1)
             return sent
 

@@ -106,6 +106,7 @@ class Table:
     topic: str
     log: Log
     w: dict[str, Written] = field(default_factory=dict)  # the scenario's records, by label
+    versions: dict[int, int] = field(default_factory=dict)  # epoch -> its Delta version
 
     def options(self, **extra: str) -> dict[str, str]:
         return {"warehouse": str(self.warehouse), **extra}
@@ -128,24 +129,42 @@ def table(spark: SparkSession, kafka_bootstrap: str, tmp_path: Path, topic_name:
         log.close()
 
 
-def scenario(t: Table) -> None:
+def commit_epoch(spark: SparkSession, t: Table, epoch: EpochId, offsets: dict[int, int]) -> int:
+    """A Delta commit of ``epoch`` with the commit metadata an ingest writes (the log's end
+    offsets after the epoch's records); its version."""
+    path = t.warehouse / "db" / "orders"
+    delta = spark.read.format("delta").load(str(path))
+    rows = [row(1, f"epoch {epoch.epoch}")]
+    spark.createDataFrame(rows, delta.schema).write.format("delta").mode("append").option(
+        "userMetadata", commit_metadata(epoch, offsets)
+    ).save(str(path))
+    commit = next(epoch_commits(path))
+    assert commit.epoch == epoch
+    return commit.version
+
+
+def scenario(spark: SparkSession, t: Table) -> None:
     """Epoch 0 committed (attempt a; a stray record of attempt b comes after the records Delta's
     commit counted), epoch 1 committed by its second attempt y after attempt x failed, epoch 2
-    open (no marker)."""
+    open: its only marker is forged (Delta does not confirm it). ``t.versions`` has the Delta
+    versions of epochs 0 and 1."""
     e0a, e0b = EpochId(W, 0, "a"), EpochId(W, 0, "b")
     e1x, e1y, e2z = EpochId(W, 1, "x"), EpochId(W, 1, "y"), EpochId(W, 2, "z")
     log, w = t.log, t.w
     w["one"] = log.change(0, RowKind.INSERT, row(1, "one"), e0a)
     w["two"] = log.change(1, RowKind.INSERT, row(2, "two"), e0a)
+    t.versions[0] = commit_epoch(spark, t, e0a, {0: 1, 1: 1})
     w["stray"] = log.change(0, RowKind.INSERT, row(1, "one"), e0b)
-    log.marker(e0a, 1)
+    log.marker(e0a, t.versions[0])
     w["x-"] = log.change(0, RowKind.UPDATE_BEFORE, row(1, "one"), e1x)
     w["x+"] = log.change(0, RowKind.UPDATE_AFTER, row(1, "uno"), e1x)
     w["y-"] = log.change(0, RowKind.UPDATE_BEFORE, row(1, "one"), e1y)
     w["y+"] = log.change(0, RowKind.UPDATE_AFTER, row(1, "eins"), e1y)
     w["del"] = log.change(1, RowKind.DELETE, {"id": 2}, e1y)
-    log.marker(e1y, 2)
+    t.versions[1] = commit_epoch(spark, t, e1y, {0: w["y+"].offset + 1, 1: w["del"].offset + 1})
+    log.marker(e1y, t.versions[1])
     w["open"] = log.change(0, RowKind.INSERT, row(3, "three"), e2z)
+    log.marker(e2z, t.versions[1])  # forged: every read level ignores it (issue 18)
     log.flush()
 
 
@@ -166,11 +185,12 @@ def read(spark: SparkSession, t: Table, **options: str) -> dict[int, list[Out]]:
 
 
 def test_batch_read_at_each_level(spark: SparkSession, table: Table) -> None:
-    scenario(table)
+    scenario(spark, table)
     w = table.w
     committed = read(spark, table, consistency="committed")
     assert committed == {
-        0: [emit(w["one"]), emit(w["y-"]), emit(w["y+"])],  # stray, x dropped; epoch 2 held
+        # stray, x dropped; epoch 2 held: its marker is forged (before: released)
+        0: [emit(w["one"]), emit(w["y-"]), emit(w["y+"])],
         1: [emit(w["two"]), emit(w["del"])],
     }
     eventual = read(spark, table, consistency="eventual")
@@ -197,7 +217,7 @@ def test_batch_read_at_each_level(spark: SparkSession, table: Table) -> None:
 
 
 def test_schema_values_and_metadata_columns(spark: SparkSession, table: Table) -> None:
-    scenario(table)
+    scenario(spark, table)
     frame = spark.read.format("logstore").options(**table.options()).load(NAME)
     assert [(f.name, f.dataType.simpleString()) for f in frame.schema.fields] == [
         *SCHEMA.columns,
@@ -259,29 +279,15 @@ def test_every_type_reads_back_as_written(
     assert micros is not None and micros[0] == 1_709_201_700_000_500
 
 
-def commit_epoch(spark: SparkSession, t: Table, epoch: EpochId, offsets: dict[int, int]) -> int:
-    """A Delta commit of ``epoch`` with the commit metadata an ingest writes (the log's end
-    offsets after the epoch's records); its version."""
-    path = t.warehouse / "db" / "orders"
-    delta = spark.read.format("delta").load(str(path))
-    rows = [row(1, f"epoch {epoch.epoch}")]
-    spark.createDataFrame(rows, delta.schema).write.format("delta").mode("append").option(
-        "userMetadata", commit_metadata(epoch, offsets)
-    ).save(str(path))
-    commit = next(epoch_commits(path))
-    assert commit.epoch == epoch
-    return commit.version
-
-
 def test_from_snapshot_skips_what_the_snapshot_holds(spark: SparkSession, table: Table) -> None:
-    scenario(table)
+    scenario(spark, table)
     w = table.w
     # Delta version V: epoch 0 committed by attempt a, after its records (before the stray one).
-    version = commit_epoch(spark, table, EpochId(W, 0, "a"), {0: 1, 1: 1})
+    version = table.versions[0]
     committed = read(spark, table, consistency="committed", **{"from": f"snapshot:{version}"})
     assert committed == {0: [emit(w["y-"]), emit(w["y+"])], 1: [emit(w["del"])]}
     # Epoch 0 is skipped at every level: the stray record of attempt b is not shown even by none.
-    none = read(spark, table, consistency="none", **{"from": "snapshot"})
+    none = read(spark, table, consistency="none", **{"from": f"snapshot:{version}"})
     assert none == {
         0: [emit(w[k]) for k in ("x-", "x+", "y-", "y+", "open")],
         1: [emit(w["del"])],
@@ -293,7 +299,7 @@ def test_from_snapshot_skips_what_the_snapshot_holds(spark: SparkSession, table:
 def test_append_only_keeps_inserts_and_is_refused_with_eventual(
     spark: SparkSession, table: Table
 ) -> None:
-    scenario(table)
+    scenario(spark, table)
     w = table.w
     got = read(spark, table, consistency="committed", changelogMode="append-only")
     assert got == {0: [emit(w["one"])], 1: [emit(w["two"])]}
@@ -381,7 +387,7 @@ def test_committed_stream_emits_an_epoch_once_its_marker_comes_in_a_later_batch(
     log, w = table.log, table.w
     e0, e1, e2 = EpochId(W, 0, "a"), EpochId(W, 1, "a"), EpochId(W, 2, "a")
     w["a"] = log.change(0, RowKind.INSERT, row(1, "a"), e0)
-    log.marker(e0, 1)
+    log.marker(e0, commit_epoch(spark, table, e0, {0: 1, 1: 0}))  # markers follow Delta's commit
     w["b"] = log.change(1, RowKind.INSERT, row(2, "b"), e1)  # epoch 1: no marker yet
     log.flush()
     checkpoint = tmp_path / "checkpoint"
@@ -392,7 +398,7 @@ def test_committed_stream_emits_an_epoch_once_its_marker_comes_in_a_later_batch(
         wait_for("epoch 0", lambda: emit(w["a"]) in sink.rows())
         seen = len(sink.batches)
         assert sink.rows() == [emit(w["a"])]  # epoch 1's record was read, and is held
-        log.marker(e1, 2)
+        log.marker(e1, commit_epoch(spark, table, e1, {0: 2, 1: 1}))
         log.flush()
         wait_for("epoch 1", lambda: emit(w["b"]) in sink.rows())
         later = [i for i, (_, rows) in enumerate(sink.batches) if emit(w["b"]) in rows]
@@ -409,7 +415,7 @@ def test_committed_stream_emits_an_epoch_once_its_marker_comes_in_a_later_batch(
     again.awaitTermination(DEADLINE_S)
     assert again.exception() is None
     assert restarted.rows() == []  # epoch 2 has no marker: held
-    log.marker(e2, 3)
+    log.marker(e2, commit_epoch(spark, table, e2, {0: 3, 1: 2}))
     log.flush()
     third = Collected()
     last = start(spark, table, checkpoint, third, {"availableNow": True}, consistency="committed")
@@ -422,23 +428,23 @@ def test_committed_stream_emits_an_epoch_once_its_marker_comes_in_a_later_batch(
 def test_a_replayed_first_batch_reads_from_where_it_first_started(
     spark: SparkSession, table: Table, tmp_path: Path
 ) -> None:
-    scenario(table)
+    scenario(spark, table)
     w = table.w
-    commit_epoch(spark, table, EpochId(W, 0, "a"), {0: 1, 1: 1})
     checkpoint = tmp_path / "checkpoint"
     failing = Collected(fail_first_nonempty=True)
     query = start(spark, table, checkpoint, failing, {"availableNow": True},
                   consistency="eventual", **{"from": "snapshot"})  # fmt: skip
     with pytest.raises(Exception, match="the sink fails once"):
         query.awaitTermination(DEADLINE_S)
-    # After the snapshot of epoch 0 (its stray record skipped): attempt x retracted by y.
-    first = [emit(w["x-"]), emit(w["x+"]), retract(w["x+"]), retract(w["x-"]), emit(w["y-"]),
-             emit(w["y+"]), emit(w["open"]), emit(w["del"])]  # fmt: skip
+    # After the snapshot of epoch 1: epoch 2's record, standing (its forged marker ignored).
+    first = [emit(w["open"])]
     assert failing.rows() == first
-    # A newer snapshot: "from": "snapshot" now means epoch 1's. The restart replays the failed
-    # first batch (its prefetched rows are gone: readBetweenOffsets reads them again) from where
-    # that batch started, not from where the source would start now.
-    commit_epoch(spark, table, EpochId(W, 1, "y"), {0: w["y+"].offset + 1, 1: w["del"].offset + 1})
+    # A newer snapshot: "from": "snapshot" now means epoch 2's, which would skip that record. The
+    # restart replays the failed first batch (its prefetched rows are gone: readBetweenOffsets
+    # reads them again) from where that batch started, not from where the source would start now.
+    commit_epoch(
+        spark, table, EpochId(W, 2, "z"), {0: w["open"].offset + 1, 1: w["del"].offset + 1}
+    )
     replay = Collected()
     again = start(spark, table, checkpoint, replay, {"availableNow": True},
                   consistency="eventual", **{"from": "snapshot"})  # fmt: skip

@@ -37,7 +37,7 @@ from logstore_cli.model import TableSpec
 from logstore_cli.read import plan
 from logstore_cli.read.consumer import LogReader, ReaderCheckpoint, SourceConf
 from logstore_cli.read.service import ReadSummary, build_request, read_with_consumer
-from tests.deltalog import write_table
+from tests.deltalog import write_epoch_commit, write_table
 from tests.integration.jobs.ingest_support import orders_ddl
 from tests.integration.read.log_support import LogWriter, create_topic, end_offsets
 
@@ -259,6 +259,13 @@ def test_a_read_restored_from_its_checkpoint_goes_on_as_if_never_stopped(
 # -- read_with_consumer: logstore read's own run ----------------------------------------------------
 
 
+def _delta_commits(table: Path) -> None:
+    """The Delta commits ``_write``'s markers name: version ``step + 1`` holds HISTORY[step]'s
+    epoch when it committed (another operation when it did not)."""
+    for step, (epoch, _, committed) in enumerate(HISTORY):
+        write_epoch_commit(table, step + 1, epoch if committed else None)
+
+
 class Collect:
     """An in-memory Sink."""
 
@@ -285,8 +292,9 @@ def test_logstore_reads_resumed_from_a_checkpoint_equal_one_read(
     tmp_path: Path, kafka_bootstrap: str, topic_name: str
 ) -> None:
     warehouse = tmp_path / "wh"
-    write_table(warehouse, orders_ddl("shop.orders", topic_name, kafka_bootstrap,
-                                      partitions=PARTITIONS))  # fmt: skip
+    path = write_table(warehouse, orders_ddl("shop.orders", topic_name, kafka_bootstrap,
+                                             partitions=PARTITIONS))  # fmt: skip
+    _delta_commits(path)  # `logstore read` releases only what the Delta log confirms
     create_topic(kafka_bootstrap, topic_name, PARTITIONS)
     stored = load_table(warehouse, "shop.orders")
     schema = RowSchema.of(stored.spec)

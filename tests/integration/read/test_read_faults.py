@@ -53,6 +53,7 @@ from logstore_cli.logformat.wire import (
     encode_marker,
 )
 from logstore_cli.read.service import ReadSummary, read_with_consumer
+from tests.deltalog import write_epoch_commit
 from tests.integration.jobs.ingest_support import (
     Change,
     ListSink,
@@ -149,11 +150,12 @@ def assert_cannot_write(bootstrap: str, topic: str) -> None:
 
 class EpochWriter:
     """Writes epochs to the table's topic as the ingest job does (wire format 1: change records
-    keyed, in the key's partition, then one marker per partition), and remembers what each
-    committed attempt sent to each partition, in order."""
+    keyed, in the key's partition, then the epoch's Delta commit (metadata only: what confirms
+    its markers), then one marker per partition), and remembers what each committed attempt sent
+    to each partition, in order."""
 
-    def __init__(self, bootstrap: str, topic: str, schema: RowSchema) -> None:
-        self.bootstrap, self.topic, self.schema = bootstrap, topic, schema
+    def __init__(self, bootstrap: str, topic: str, schema: RowSchema, table: Path) -> None:
+        self.bootstrap, self.topic, self.schema, self.table = bootstrap, topic, schema, table
         self.writer = f"w-{uuid.uuid4().hex[:16]}"
         self.sent: dict[str, dict[int, list[tuple[RowKind, dict[str, Any]]]]] = {}
         self.committed: list[str] = []  # attempts whose markers went out, in order
@@ -178,7 +180,9 @@ class EpochWriter:
             producer.flush()
         return eid
 
-    def commit(self, eid: EpochId, version: int) -> None:
+    def commit(self, eid: EpochId) -> None:
+        version = max(int(p.stem) for p in (self.table / "_delta_log").glob("*.json")) + 1
+        write_epoch_commit(self.table, version, eid)
         _, value, headers = encode_marker(CommitMarker(eid, version))
         with LogProducer(self.bootstrap, {}, self.topic, timeout_s=15) as producer:
             for partition in range(PARTITIONS):
@@ -187,7 +191,7 @@ class EpochWriter:
         self.committed.append(eid.attempt)
 
     def epoch(self, epoch: int, batch: Sequence[Change]) -> None:
-        self.commit(self.produce(epoch, batch), version=epoch + 1)
+        self.commit(self.produce(epoch, batch))
 
     def expected_committed(self) -> dict[int, list[tuple[RowKind, dict[str, Any]]]]:
         """A committed read's output per partition: the committed attempts' records in order."""
@@ -331,7 +335,7 @@ def test_following_reads_wait_out_a_stopped_and_a_killed_broker(
     schema = RowSchema.of(stored.spec)
     log = changes(5 * 40, keys=30, seed=11)
     batches = [log[i : i + 40] for i in range(0, len(log), 40)]
-    writer = EpochWriter(broker.bootstrap, topic_name, schema)
+    writer = EpochWriter(broker.bootstrap, topic_name, schema, stored.ref.path)
     committed = FollowingRead(stored, "committed")
     eventual = FollowingRead(stored, "eventual")
     cli = CliFollow(warehouse, tmp_path)

@@ -878,3 +878,133 @@ def test_every_level_against_what_the_writer_committed(world: World, data: st.Da
         # (A careless retry without the repair can re-instate a commit after another writer's.)
         if world.repair or not world.careless or len(world.jobs) == 1:
             assert table(all_eventual) == world.table
+
+
+# -- markers the Delta log does not confirm (issue 18, items 2 and 3) ------------------------------
+
+
+def _delta(*confirmed: CommitMarker) -> Any:
+    """A ``confirm`` that knows the given markers (what the Delta log holds) and counts calls."""
+    known = {(m.epoch, m.delta_version) for m in confirmed}
+
+    def confirm(marker: CommitMarker) -> bool:
+        confirm.calls += 1  # type: ignore[attr-defined]
+        return (marker.epoch, marker.delta_version) in known
+
+    confirm.calls = 0  # type: ignore[attr-defined]
+    return confirm
+
+
+# Epochs 0..3 of w1, each one record, committed as versions 1..4; a forged marker for epoch 9 of
+# the same writer comes right after epoch 0.
+_REAL = [mark(n=n, a=f"a{n}", version=n + 1) for n in range(4)]
+_FORGED_LATER = mark(n=9, a="forged", version=1)
+
+
+def _with_forged_later() -> list[tuple[int, Item]]:
+    items: list[Item] = []
+    for n, real in enumerate(_REAL):
+        items += [rec("+I", n, f"v{n}", n=n, a=f"a{n}"), real]
+        if n == 0:
+            items.append(_FORGED_LATER)
+    return offsets(*items)
+
+
+@pytest.mark.parametrize("level", ["committed", "eventual"])
+def test_a_forged_marker_for_a_later_epoch_does_not_hide_the_writers_next_epochs(
+    level: str,
+) -> None:
+    log = _with_forged_later()
+    assert [e.record.row["v"] for e in decide(log, level)] == ["v0"]  # the attack, unchecked
+    confirm = _delta(*_REAL)
+    decider = PartitionDecider(level, confirm=confirm)
+    out = [e for o, item in log for e in decider.feed(o, item)]
+    assert [(e.record.row["v"], e.retraction) for e in out] == [(f"v{n}", False) for n in range(4)]
+    assert decider.committed_through == {"w1": 3}
+    assert decider.stats.unconfirmed_markers == 1 and decider.stats.unconfirmed_records == 0
+    assert confirm.calls == 5  # each marker once: no record asks
+
+
+def test_forged_records_and_marker_of_an_unknown_writer_are_held_and_counted() -> None:
+    forged = [rec("+I", 50, "x", w="intruder", a="x"), rec("+I", 51, "y", w="intruder", a="x")]
+    marker = mark(w="intruder", a="x", version=1)  # names the real epoch's version
+    log = offsets(rec("+I", 1, "a"), mark(version=1), *forged, marker)
+    assert len(decide(log, "committed")) == 3  # the attack, unchecked: released
+    for level in ("committed", "eventual"):
+        decider = PartitionDecider(level, confirm=_delta(mark(version=1)))
+        out = [e for o, item in log for e in decider.feed(o, item)]
+        assert [e.record.epoch.writer for e in out] == (
+            ["w1"] if level == "committed" else ["w1", "intruder", "intruder"]
+        )  # eventual shows what is unresolved at once, as always; it is never resolved
+        assert decider.stats.unconfirmed_markers == 1
+        assert decider.stats.unconfirmed_records == 2
+        assert [(p.writer, p.records) for p in decider.pending()] == [("intruder", 2)]
+        assert decider.committed_through == {"w1": 0}
+    # A forged marker naming another attempt of a real, open epoch does not fail it.
+    real = mark(n=1, a="a1", version=2)
+    log = offsets(rec("+I", 1, "a", n=1, a="a1"), mark(n=1, a="bad", version=2), real)
+    decider = PartitionDecider("committed", confirm=_delta(real))
+    assert [brief(decider.feed(o, i)) for o, i in log] == [[], [], [(100, "+I")]]
+    assert decider.stats.unconfirmed_records == 0  # the forged attempt had no records here
+
+
+def test_unconfirmed_counts_survive_state_and_an_older_state_without_them_restores() -> None:
+    decider = PartitionDecider("committed", confirm=_delta())
+    for o, item in offsets(rec("+I", 1, "a"), mark()):
+        decider.feed(o, item)
+    saved = json.loads(json.dumps(decider.state()))
+    again = PartitionDecider.restore(saved, confirm=_delta(mark()))
+    assert again.stats.unconfirmed_markers == 1 and again.stats.unconfirmed_records == 1
+    assert brief(again.feed(104, mark())) == [(100, "+I")]  # the real marker, confirmed
+    for name in ("unconfirmed_markers", "unconfirmed_records"):
+        del saved["stats"][name]
+    assert PartitionDecider.restore(saved).stats.unconfirmed_markers == 0
+    topic = TopicDecider("committed", confirm=_delta())
+    topic.feed(0, 100, rec("+I", 1, "a"))
+    topic.feed(1, 7, mark())
+    topic.feed(0, 101, mark())
+    assert (topic.stats().unconfirmed_markers, topic.stats().records) == (2, 1)
+    restored = TopicDecider.restore(topic.state(), confirm=_delta(mark()))
+    assert brief(restored.feed(0, 102, mark())) == [(100, "+I")]
+
+
+INTRUDER = "intruder"
+
+
+@given(world=worlds(), data=st.data())
+def test_forged_markers_change_nothing_a_confirming_reader_emits(
+    world: World, data: st.DataObject
+) -> None:
+    """Forged markers anywhere (later, earlier or current epochs of real writers, other attempts,
+    versions that hold something else) and an unknown writer's records with its own marker: with
+    the Delta log as ``confirm``, committed and eventual emit what they emit of the clean log,
+    apart from eventual showing the intruder's records (never resolved)."""
+    versions = {i + 1: e for i, e in enumerate(world.commit_order)}  # World.markers' numbering
+
+    def confirm(marker: CommitMarker) -> bool:
+        version = marker.delta_version
+        return version is not None and versions.get(version) == marker.epoch
+
+    writers = [job.writer for job in world.jobs]
+    top = len(versions) + 2
+    forged = st.one_of(
+        st.builds(
+            lambda w, n, v: mark(w=w, n=n, a="forged", version=v),
+            st.sampled_from(writers), st.integers(0, 20), st.integers(0, top),
+        ),
+        st.builds(lambda v: mark(w=INTRUDER, a="x", version=v), st.integers(0, top)),
+        st.builds(lambda k: rec("+I", k, "forged", w=INTRUDER, a="x"), st.integers(0, KEYS - 1)),
+    )  # fmt: skip
+    for log in world.logs:
+        items = [item for _, item in log]
+        for _ in range(data.draw(st.integers(0, 6), label="forgeries")):
+            at = data.draw(st.integers(0, len(items)), label="where")
+            items.insert(at, data.draw(forged, label="forged"))
+        tampered = [(2 * i, item) for i, item in enumerate(items)]
+        for level in ("committed", "eventual"):
+            clean = [(e.kind, e.record) for e in decide(log, level)]
+            got = decide(tampered, level, confirm=confirm)
+            kept = [(e.kind, e.record) for e in got if e.record.epoch.writer != INTRUDER]
+            assert kept == clean
+            if level == "committed":
+                assert len(kept) == len(got)

@@ -277,15 +277,20 @@ def test_without_an_epoch_commit_an_empty_log_is_equal(table: Table) -> None:
     assert any("1 records of 1 epochs without a commit marker" in n for n in d["notes"])
 
 
-def test_without_an_epoch_commit_committed_changes_in_the_log_are_reported(table: Table) -> None:
+def test_without_an_epoch_commit_markers_naming_delta_versions_are_unconfirmed(
+    table: Table,
+) -> None:
     log = MemLog()
     log.change(0, W, 1)
-    log.marker(W, 3)
+    log.marker(W, 3)  # the Delta table was re-created, or the marker forged: no version 3
     d = table.verify(log).to_json()
     assert not d["equal"]
     assert d["reason"].startswith(
-        "the log holds 1 changes of 1 epochs whose markers name Delta versions [3]"
+        "2 commit markers in topic orders_log are not confirmed by the Delta log: partition 0 "
+        "offset 1: epoch 0 of writer w1 attempt a0 as Delta version 3, which holds no ingest epoch"
     )
+    assert d["log"]["unconfirmed"] == {"markers": 2, "records": 1}
+    assert d["log"]["changes"] == 0
 
 
 def test_log_only_and_later_epochs_are_notes_not_differences(table: Table) -> None:
@@ -297,7 +302,9 @@ def test_log_only_and_later_epochs_are_notes_not_differences(table: Table) -> No
     log.marker(W1, None)  # log-only epoch
     later = EpochId("w1", 2, "a2")
     log.change(1, later, 3)
-    log.marker(later, version + 1)  # committed after V was read
+    log.marker(later, version + 1)
+    # committed after verify read V (its first step), before it read the topic's offsets
+    log.on_watermarks.append(lambda n: n == 1 and table.commit(later, log.ends()) and None)
     log.change(1, EpochId("w9", 0, "z"), 4)  # an orphan: no marker
     d = table.verify(log).to_json()
     assert d["equal"], d
@@ -307,7 +314,7 @@ def test_log_only_and_later_epochs_are_notes_not_differences(table: Table) -> No
     assert "1 records of 1 epochs without a commit marker" in notes
 
 
-def test_a_forged_marker_naming_the_last_version_shows_as_extra_and_as_a_protocol_note(
+def test_a_forged_marker_naming_the_last_version_is_unconfirmed_and_its_records_not_folded(
     table: Table,
 ) -> None:
     log = MemLog()
@@ -318,12 +325,17 @@ def test_a_forged_marker_naming_the_last_version_shows_as_extra_and_as_a_protoco
     log.change(1, forged, 99)
     log.marker(forged, version)
     d = table.verify(log).to_json()
-    assert not d["equal"] and d["extra"]["count"] == 1
-    assert d["extra"]["examples"][0]["key"] == {"id": 99}
-    assert (
-        f"protocol: a marker of epoch 0 of writer intruder names Delta version {version}, which "
-        "holds epoch 0 of writer w1" in d["notes"]
+    assert not d["equal"]
+    assert d["extra"]["count"] == 0 and d["missing"]["count"] == 0  # the data is Delta's
+    assert d["reason"].startswith(
+        f"2 commit markers in topic orders_log are not confirmed by the Delta log: partition 0 "
+        f"offset 2: epoch 0 of writer intruder attempt x as Delta version {version}, which holds "
+        "epoch 0 of writer w1 attempt a0; partition 1 offset 2:"
     )
+    assert "(1 records of the attempts they name were not folded)" in d["reason"]
+    assert "Kafka principal (ACLs)" in d["hint"]
+    assert d["log"]["unconfirmed"] == {"markers": 2, "records": 1}
+    assert not any("without a commit marker" in n for n in d["notes"])  # said in the reason
 
 
 def test_versions_after_the_last_epoch_and_file_only_epochs_are_noted(table: Table) -> None:
@@ -361,7 +373,7 @@ def test_a_topic_holding_less_than_the_last_commit_recorded_was_recreated(table:
     )
 
 
-def test_a_marker_naming_a_version_that_is_no_epoch_is_a_protocol_note(table: Table) -> None:
+def test_a_marker_naming_a_version_that_is_no_epoch_is_unconfirmed(table: Table) -> None:
     log = MemLog()
     log.change(0, W, 1)
     version = table.commit(W, log.ends(), rows((1, "a")))
@@ -369,11 +381,9 @@ def test_a_marker_naming_a_version_that_is_no_epoch_is_a_protocol_note(table: Ta
     odd = EpochId("w3", 0, "c")
     log.marker(odd, 0)  # version 0 is create-table's commit
     d = table.verify(log).to_json()
-    assert d["equal"], d
-    assert d["notes"] == [
-        "protocol: a marker of epoch 0 of writer w3 names Delta version 0, which holds no ingest "
-        "epoch"
-    ]
+    assert not d["equal"] and d["missing"]["count"] == d["extra"]["count"] == 0
+    assert "epoch 0 of writer w3 attempt c as Delta version 0, which holds no ingest" in d["reason"]
+    assert d["notes"] == []
 
 
 def test_markers_naming_another_attempt_than_delta_committed_are_a_protocol_note(
