@@ -21,6 +21,15 @@ How each source is read, and why:
 Only a malformed record's text is parsed again, once per typed column, to name the column at
 fault: good records pay nothing for the reasons.
 
+Values that would change on the way in (``plan.COERCIONS``) are found with Spark expressions,
+no Python per record: DECIMAL columns are parsed with every decimal place Spark holds and
+compared with the column's type (a rounding), JSON's STRING columns are parsed as VARIANT (whose
+type tells a string from a number, boolean or object), and the raw text is checked for bytes that
+are not UTF-8 (``is_valid_utf8``), lone surrogate escapes (a regex, only on lines holding
+``\\u``) and top-level names given twice (``json_object_keys``, one more pass over the line).
+A record with one is quarantined unless ``--coerce`` accepts the rule; accepted ones are counted
+per rule in the query's observed metrics.
+
 ``_ls_arrival`` orders the records of a micro-batch as they arrived: for files (modification time,
 path, split start, position), the position being parquet's row index, or for JSON and CSV
 ``monotonically_increasing_id()``, which counts the rows of a task in the order the split is read.

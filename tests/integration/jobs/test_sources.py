@@ -672,7 +672,7 @@ COERCED: list[tuple[bytes, str | None, str | None, tuple[int, str | None, str | 
      "column 'price': decimal(10,2) holds 2 decimal places, got 1.005 (it would be stored as 1.01",
      (4, None, "1.01")),
     (b'{"id": 5, "name": NaN}', "number-to-string",
-     "column 'name': expected a string, got NaN", (5, "NaN", None)),
+     "column 'name': expected a string, got \"NaN\"", (5, "NaN", None)),
     (b'{"id": 6, "name": true}', "bool-to-string",
      "column 'name': expected a string, got true", (6, "true", None)),
     (b'{"id": 20, "id": 21}', "duplicate-key", "field 'id' given more than once", (21, None, None)),
