@@ -1138,6 +1138,13 @@ def _reader_schema(layout: _Layout, *, json: bool) -> StructType:
     return StructType([*fields, StructField(_CORRUPT, StringType())])
 
 
+def _only_if(cheap: Column, costly: Column) -> Column:
+    """``cheap AND costly``, with ``costly`` computed only where ``cheap`` holds: as a CASE
+    branch, Spark's common-subexpression elimination does not hoist it for every row (an AND of
+    the two would parse every line once more)."""
+    return F.when(cheap, costly).otherwise(F.lit(False))
+
+
 def _accepts(rule: str) -> str:
     return f"--coerce {rule} accepts it"
 
@@ -1169,9 +1176,18 @@ def _json_coercions(
     """What Spark's JSON parsing would change without a word: bytes that are not UTF-8, lone
     surrogates, a field named twice, non-strings into STRING columns (read as VARIANT by
     ``_reader_schema``), and decimal rounding."""
+    # Only names the stream reads matter (a repeat of another changes nothing stored), and only a
+    # line holding one of them twice as text is parsed once more for its keys.
+    read = [n for n in (*(src for _, _, src in layout.table), layout.op, layout.seq) if n]
+    names = list(dict.fromkeys(read))
+    twice = [
+        F.position(F.lit(q), raw, F.position(F.lit(q), raw) + 1) > 0
+        for q in (json.dumps(n, ensure_ascii=False) for n in names)
+    ]
     keys = F.json_object_keys(raw)  # top-level names in order, repeats kept; null if no object
-    repeated = F.array_distinct(
-        F.filter(keys, lambda k: F.size(F.filter(keys, lambda j: j == k)) > 1)
+    repeated = _only_if(_any(twice), F.size(F.array_distinct(keys)) < F.size(keys))
+    suspects = F.concat_ws(
+        ", ", *[F.when(t, F.lit(f"'{n}'")) for t, n in zip(twice, names, strict=True)]
     )
     found = [
         _Coercion("invalid-utf8", ~F.is_valid_utf8(raw), F.lit(
@@ -1180,11 +1196,9 @@ def _json_coercions(
         _Coercion("lone-surrogate", raw.contains("\\u") & raw.rlike(_LONE_SURROGATE), F.lit(
             "a \\uD800-\\uDFFF escape without its pair is not a character (it would be "
             f"stored as '?'; {_accepts('lone-surrogate')})")),
-        _Coercion("duplicate-key", F.size(F.array_distinct(keys)) < F.size(keys), F.concat(
-            F.lit("field "), F.array_join(F.transform(repeated, lambda k: F.concat(
-                F.lit("'"), k, F.lit("'"))), ", "),
-            F.lit(f" given more than once (the last value would be kept; "
-                  f"{_accepts('duplicate-key')})"))),
+        _Coercion("duplicate-key", repeated, F.concat(
+            F.lit("a field given more than once, of "), suspects,
+            F.lit(f" (the last value would be kept; {_accepts('duplicate-key')})"))),
     ]  # fmt: skip
     for name, dtype, src in layout.table:
         if src is None or not isinstance(dtype, StringType):

@@ -675,7 +675,7 @@ COERCED: list[tuple[bytes, str | None, str | None, tuple[int, str | None, str | 
      "column 'name': expected a string, got \"NaN\"", (5, "NaN", None)),
     (b'{"id": 6, "name": true}', "bool-to-string",
      "column 'name': expected a string, got true", (6, "true", None)),
-    (b'{"id": 20, "id": 21}', "duplicate-key", "field 'id' given more than once", (21, None, None)),
+    (b'{"id": 20, "id": 21}', "duplicate-key", "a field given more than once, of 'id'", (21, None, None)),
     (b'{"id": 7, "name": {"a": 1}}', "json-to-string",
      "column 'name': expected a string, got {\"a\":1}", (7, '{"a":1}', None)),
     (b'{"id": 8, "name": 42}', "number-to-string", "got 42", (8, "42", None)),
