@@ -64,7 +64,7 @@ COERCIONS: Mapping[str, str] = {
     "stored as its text",
     "bool-to-string": "a JSON true/false into a STRING column is stored as the text",
     "json-to-string": "a JSON object or array into a STRING column is stored as its JSON text",
-    "duplicate-key": "a record naming a field twice keeps the last value (JSON)",
+    "duplicate-key": "a record naming a field the job reads twice keeps the last value (JSON)",
 }
 ALL_COERCIONS = "all"
 # The name of the streaming query's observed metrics holding the accepted coercions of each
