@@ -13,9 +13,9 @@ import shlex
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.live import Live
@@ -66,6 +66,7 @@ def build_job(
     format: str | None,
     source_options: dict[str, str],
     source_bootstrap: str | None,
+    coerce: frozenset[str] = frozenset(),
     generate: plan.GenerateSource,
     op_column: str | None,
     sequence_column: str | None,
@@ -112,6 +113,7 @@ def build_job(
         table=spec,
         columns=columns,
         options=source_options,
+        coerce=coerce,
         kafka_bootstrap=log.address if log is not None else ctx.default_bootstrap,
         kafka_client=client if log is not None else dict(ctx.config.kafka.client),
         once=once,
@@ -131,6 +133,36 @@ def build_job(
     )
 
 
+class Coerced:
+    """The coercions ``--coerce`` accepted, per rule: the query's observed metrics
+    (``plan.COERCION_METRICS``) of each finished micro-batch, taken once per batch (a query keeps
+    its last 100 progress reports; they are read after every epoch and at the end)."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, int] = {}
+        self._seen: set[int] = set()
+
+    def take(self, progresses: Iterable[Any]) -> list[tuple[int, dict[str, int]]]:
+        """The new batches' counts (batch id, rule: count, zeros left out), added to the totals."""
+        found: list[tuple[int, dict[str, int]]] = []
+        for progress in progresses:
+            batch = int(progress.batchId)
+            metrics = (progress.observedMetrics or {}).get(plan.COERCION_METRICS)
+            if metrics is None or batch in self._seen:
+                continue
+            self._seen.add(batch)
+            counts = {rule: int(n) for rule, n in metrics.asDict().items() if n}
+            for rule, n in counts.items():
+                self.totals[rule] = self.totals.get(rule, 0) + n
+            if counts:
+                found.append((batch, counts))
+        return sorted(found)
+
+
+def coerced_line(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{rule} {n:,}" for rule, n in sorted(counts.items()))
+
+
 class Progress:
     """Per-epoch progress: Rich live view on a terminal, plain lines or JSON lines otherwise."""
 
@@ -146,6 +178,8 @@ class Progress:
         self.first_started: float | None = None  # when the first epoch began (monotonic)
         self.writer = ""
         self.lock = threading.Lock()
+        self.coerced = Coerced()
+        self.query: Any = None  # the StreamingQuery, once started: its progress has the coercions
         self.live: Live | None = None
         if not out.json_mode and out.err.is_terminal:
             # The view is built at each refresh, so its clock runs between epochs too (the first
@@ -187,12 +221,24 @@ class Progress:
             if self.first_started is None:
                 self.first_started = time.monotonic() - report.seconds
         self.out.event(report.to_json())
+        self.take_coerced()
         if self.out.json_mode:
             return
         if self.live is not None:
             self.live.refresh()
         else:
             self.out.info(_epoch_line(report, self.quarantined))
+
+    def take_coerced(self) -> None:
+        """Report the accepted coercions of the batches finished since the last look (an epoch's
+        progress is recorded after its foreachBatch: it shows at the next epoch or the end)."""
+        if self.query is None:
+            return
+        with self.lock:
+            new = self.coerced.take(self.query.recentProgress)
+        for epoch, counts in new:
+            self.out.event({"event": "coerced", "epoch": epoch, "counts": counts})
+            self.out.info(f"epoch {epoch}: coerced {coerced_line(counts)}")
 
     def _view(self) -> Text:
         now = time.monotonic()
@@ -297,6 +343,18 @@ def ingest(
             "--sequence-column",
             help="Column ordering a key's changes within an epoch (default: the table's "
             "'sequence.field'; then arrival order).",
+            rich_help_panel=SOURCE_PANEL,
+        ),
+    ] = None,
+    coerce: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--coerce",
+            help="Store values that would change on the way in, changed, and count them, "
+            "instead of quarantining their records (repeatable; comma-separated): "
+            + ", ".join(plan.COERCIONS)
+            + ", or all. See the guide's 'Coercions'.",
+            metavar="RULE,…",
             rich_help_panel=SOURCE_PANEL,
         ),
     ] = None,
@@ -405,7 +463,8 @@ def ingest(
     options = parse_pairs(source_option, "--source-option")
     ingest_job = build_job(
         ctx, table, source=source, format=format_, source_options=options,
-        source_bootstrap=source_bootstrap, generate=gen, op_column=op_column,
+        source_bootstrap=source_bootstrap, coerce=plan.parse_coercions(coerce), generate=gen,
+        op_column=op_column,
         sequence_column=sequence_column, emit=emit, trigger_s=trigger, once=once, job=job,
         checkpoint=checkpoint, lease_ttl_s=lease_ttl, max_epochs=max_epochs,
     )  # fmt: skip
@@ -417,8 +476,12 @@ def ingest(
             sys.stdout.write(shlex.join(command) + "\n")
         return
     check_local_source(ingest_job, ctx.warehouse, warn=out.warning)
-    summary = _run(ctx, out, table, ingest_job)
-    out.event(summary.to_json())
+    coerced = Coerced()
+    summary = _run(ctx, out, table, ingest_job, coerced)
+    done = summary.to_json()
+    if ingest_job.source.coerce:
+        done["coerced"] = dict(sorted(coerced.totals.items()))
+    out.event(done)
     if not json_ and summary.last is not None:
         out.err.print(
             key_value_table(
@@ -427,6 +490,11 @@ def ingest(
                     ("epochs", summary.epochs),
                     ("rows", f"{summary.rows:,}"),
                     ("quarantined", summary.quarantined),
+                    *(
+                        [("coerced", coerced_line(coerced.totals) or "0")]
+                        if ingest_job.source.coerce
+                        else []
+                    ),
                     ("delta version", summary.last.delta_version),
                     ("writer", summary.writer),
                 ],
@@ -546,7 +614,9 @@ def non_regular_files(path: Path, *, limit: int = 2_000) -> list[Path]:
     return sorted(found)
 
 
-def _run(ctx: Context, out: Output, table: str, job: IngestJob) -> RunSummary:
+def _run(
+    ctx: Context, out: Output, table: str, job: IngestJob, coerced: Coerced | None = None
+) -> RunSummary:
     """Start Spark and the job, and drive it until it ends. A stop (Ctrl-C, SIGTERM) before the
     query starts ends the command at once (nothing written); once it runs, after the epoch in
     flight (the first one never begins when the stop came before it)."""
@@ -576,11 +646,17 @@ def _run(ctx: Context, out: Output, table: str, job: IngestJob) -> RunSummary:
             )
             raise
         with Progress(out, table, job) as progress, ingest_job.stop_on_ctrl_c(out.warning) as stop:
+            if coerced is not None:
+                progress.coerced = coerced
             run = ingest_job.start(
                 spark, job, lease, on_epoch=progress.epoch, on_start=progress.started_as,
                 stop=stop.requested.is_set,
             )  # fmt: skip
-            return ingest_job.wait(run, stop=stop.requested.is_set)
+            progress.query = run.query
+            try:
+                return ingest_job.wait(run, stop=stop.requested.is_set)
+            finally:
+                progress.take_coerced()
     except BaseException:
         lease.release()  # idempotent: a run that ended released it already
         raise

@@ -51,6 +51,45 @@ def normalize_op(value: str | None) -> RowKind | None:
     return OP_VALUES.get(value.strip())
 
 
+# -- coercions ----------------------------------------------------------------------------------
+
+# Values that would change on the way in. Each is quarantined unless ``--coerce`` names its rule;
+# then it is stored changed and counted. docs/guide.md (Coercions) has the same list.
+COERCIONS: Mapping[str, str] = {
+    "invalid-utf8": "bytes that are not UTF-8 are stored as U+FFFD (JSON and kafka: sources)",
+    "lone-surrogate": "a \\uD800-\\uDFFF escape without its pair is stored as '?' (JSON)",
+    "decimal-round": "a number with more decimal places than its DECIMAL column is rounded "
+    "half up (JSON, CSV)",
+    "number-to-string": "a JSON number (also a bare NaN or Infinity) into a STRING column is "
+    "stored as its text",
+    "bool-to-string": "a JSON true/false into a STRING column is stored as the text",
+    "json-to-string": "a JSON object or array into a STRING column is stored as its JSON text",
+    "duplicate-key": "a record naming a field the job reads twice keeps the last value (JSON)",
+}
+ALL_COERCIONS = "all"
+# The name of the streaming query's observed metrics holding the accepted coercions of each
+# micro-batch, one count per rule (jobs/sources.py).
+COERCION_METRICS = "logstore_coercions"
+
+
+def parse_coercions(values: Sequence[str] | None) -> frozenset[str]:
+    """``--coerce RULE[,RULE…]`` (repeatable; ``all`` for every rule): the coercions accepted."""
+    found: set[str] = set()
+    for value in values or ():
+        for part in value.split(","):
+            rule = part.strip().lower()
+            if rule == ALL_COERCIONS:
+                found.update(COERCIONS)
+            elif rule in COERCIONS:
+                found.add(rule)
+            else:
+                raise InvalidInputError(
+                    f"unknown coercion {part.strip()!r} in --coerce {value!r}",
+                    hint=f"valid values: {', '.join(COERCIONS)}, or {ALL_COERCIONS}",
+                )
+    return frozenset(found)
+
+
 # -- sources ------------------------------------------------------------------------------------
 
 FORMATS = ("json", "csv", "parquet")

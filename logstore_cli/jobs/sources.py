@@ -21,6 +21,15 @@ How each source is read, and why:
 Only a malformed record's text is parsed again, once per typed column, to name the column at
 fault: good records pay nothing for the reasons.
 
+Values that would change on the way in (``plan.COERCIONS``) are found with Spark expressions,
+no Python per record: DECIMAL columns are parsed with every decimal place Spark holds and
+compared with the column's type (a rounding), JSON's STRING columns are parsed as VARIANT (whose
+type tells a string from a number, boolean or object), and the raw text is checked for bytes that
+are not UTF-8 (``is_valid_utf8``), lone surrogate escapes (a regex, only on lines holding
+``\\u``) and top-level names given twice (``json_object_keys``, one more pass over the line).
+A record with one is quarantined unless ``--coerce`` accepts the rule; accepted ones are counted
+per rule in the query's observed metrics.
+
 ``_ls_arrival`` orders the records of a micro-batch as they arrived: for files (modification time,
 path, split start, position), the position being parquet's row index, or for JSON and CSV
 ``monotonically_increasing_id()``, which counts the rows of a task in the order the split is read.
@@ -98,6 +107,8 @@ _BAD_TEXT = "__ls_bad_text"
 _PARSED = "__ls_parsed"
 _RAW = "__ls_raw"
 _SOURCE = "__ls_source"  # the record's source columns as a struct, rendered for quarantine
+_COERCE_ERR = "__ls_coerce_error"  # why a value would change on the way in (rules not accepted)
+_ACCEPTED = "__ls_coerced_"  # + index: an accepted coercion happened to this record
 _RESERVED_PREFIXES = ("_ls_", "__ls_")
 
 # Options logstore sets itself (a user's value would change what the stream means), and why.
@@ -152,6 +163,7 @@ class SourceRequest:
     kafka_bootstrap: str | None = None  # for a KafkaSource without its own brokers: the table's
     kafka_client: Mapping[str, str] = field(default_factory=dict)  # Java-style client properties
     once: bool = False  # --once: a generate source makes all its changes available at once
+    coerce: frozenset[str] = frozenset()  # --coerce: plan.COERCIONS rules accepted (and counted)
 
 
 def open_source(spark: SparkSession, request: SourceRequest) -> DataFrame:
@@ -817,7 +829,7 @@ def _read_json_files(
     meta = lines.metadataColumn("_metadata")
     value = F.col("value")
     text = F.when(value.startswith("\ufeff"), F.expr("substr(value, 2)")).otherwise(value)
-    schema = StructType([*layout.schema.fields, StructField(_CORRUPT, StringType())])
+    schema = _reader_schema(layout, json=True)
     parse = {**options, "mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
     parsed = lines.select(
         text.alias(_RAW),
@@ -838,6 +850,7 @@ def _read_json_files(
         malformed=malformed,
         bad_text=raw,
         render=None,
+        coercions=_json_coercions(raw, layout, lambda name: record.getField(name)),
         arrival=F.col(plan.ARRIVAL),
         origin=F.col(plan.ORIGIN),
     )
@@ -917,7 +930,7 @@ def _read_csv_files(
 ) -> DataFrame:
     session = _ordered_session(spark)
     header = _is_true(option(options, "header"), True)
-    schema = StructType([*layout.schema.fields, StructField(_CORRUPT, StringType())])
+    schema = _reader_schema(layout, json=False)
     df = (
         session.readStream.format("csv")
         .schema(schema)
@@ -940,6 +953,7 @@ def _read_csv_files(
         render=lambda record: F.to_csv(record, _csv_write_options(options)),
         arrival=_file_arrival(meta, F.monotonically_increasing_id()),
         origin=_file_origin(meta),
+        coercions=_decimal_coercions(layout, _top_level),
     )
 
 
@@ -1041,7 +1055,7 @@ def _open_kafka(spark: SparkSession, request: SourceRequest, spec: KafkaSource) 
     df = reader.options(**options).load()
     layout = _canonical_layout(request, _table_types(request.table))
     raw = F.col("value").cast("string")
-    schema = StructType([*layout.schema.fields, StructField(_CORRUPT, StringType())])
+    schema = _reader_schema(layout, json=True)
     parse_options = {**options, "mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
     parsed = df.select(
         F.from_json(raw, schema, parse_options).alias(_PARSED),
@@ -1064,6 +1078,7 @@ def _open_kafka(spark: SparkSession, request: SourceRequest, spec: KafkaSource) 
         malformed=malformed,
         bad_text=text,
         render=None,
+        coercions=_json_coercions(text, layout, lambda name: record.getField(name)),
         arrival=F.struct(F.col("partition"), F.col("offset")),
         origin=F.concat(
             F.lit("kafka:"),
@@ -1076,7 +1091,162 @@ def _open_kafka(spark: SparkSession, request: SourceRequest, spec: KafkaSource) 
     )
 
 
+# -- coercions: values that would change on the way in (plan.COERCIONS) --------------------------
+
+
+@dataclass(frozen=True)
+class _Coercion:
+    """A record whose value would change: ``rule`` (None: never accepted), when, and why."""
+
+    rule: str | None
+    when: Column
+    reason: Column
+
+
+# A \\uXXXX escape of a surrogate without its pair (an even run of backslashes before it: an
+# escaped backslash followed by "u" is text). Jackson keeps it as a lone UTF-16 unit, which
+# becomes '?' when Spark encodes the string as UTF-8.
+_LONE_SURROGATE = (
+    r"(?<!\\)(?:\\\\)*(?:\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+_MAX_PRECISION = 38
+
+
+def _wide_decimal(dtype: DecimalType) -> DecimalType:
+    """The type a DECIMAL(p,s) column is parsed as: the same integer digits, every decimal place
+    Spark can hold, so that the cast to the column's type shows a rounding (the JSON and CSV
+    parsers would round half up without a word)."""
+    whole = dtype.precision - dtype.scale
+    return DecimalType(_MAX_PRECISION, _MAX_PRECISION - whole)
+
+
+def _reader_schema(layout: _Layout, *, json: bool) -> StructType:
+    """The schema a JSON or CSV reader parses with: decimal table columns widened, and for JSON
+    the STRING table columns as VARIANT (Spark's parser would turn any JSON value into text; the
+    variant keeps what it was)."""
+    kinds = {src: dtype for _, dtype, src in layout.table if src is not None}
+    fields: list[StructField] = []
+    for f in layout.fields:
+        dtype = kinds.get(f.name)
+        if isinstance(dtype, DecimalType) and isinstance(f.type, DecimalType):
+            fields.append(StructField(f.name, _wide_decimal(dtype)))
+        elif json and isinstance(dtype, StringType) and isinstance(f.type, StringType):
+            fields.append(StructField(f.name, VariantType()))
+        else:
+            fields.append(StructField(f.name, f.type))
+    return StructType([*fields, StructField(_CORRUPT, StringType())])
+
+
+def _only_if(cheap: Column, costly: Column) -> Column:
+    """``cheap AND costly``, with ``costly`` computed only where ``cheap`` holds: as a CASE
+    branch, Spark's common-subexpression elimination does not hoist it for every row (an AND of
+    the two would parse every line once more)."""
+    return F.when(cheap, costly).otherwise(F.lit(False))
+
+
+def _accepts(rule: str) -> str:
+    return f"--coerce {rule} accepts it"
+
+
+def _decimal_coercions(layout: _Layout, source: Callable[[str], Column]) -> list[_Coercion]:
+    """DECIMAL columns read wide (``_wide_decimal``): a value with more decimal places rounds,
+    and one that rounds up past the column's digits does not fit at all."""
+    found: list[_Coercion] = []
+    for name, dtype, src in layout.table:
+        if src is None or not isinstance(dtype, DecimalType):
+            continue
+        wide = source(src)
+        narrow = wide.try_cast(dtype)
+        text = _decimal_text(wide)
+        label = dtype.simpleString()
+        found.append(_Coercion(None, wide.isNotNull() & narrow.isNull(), F.concat(
+            F.lit(f"column '{name}': expected {label}, got "), text,
+            F.lit(" (rounded, it has too many digits)"))))  # fmt: skip
+        found.append(_Coercion("decimal-round", wide.isNotNull() & (wide != narrow), F.concat(
+            F.lit(f"column '{name}': {label} holds {dtype.scale} decimal places, got "), text,
+            F.lit(" (it would be stored as "), narrow.cast("string"),
+            F.lit(f"; {_accepts('decimal-round')})"))))  # fmt: skip
+    return found
+
+
+def _json_coercions(
+    raw: Column, layout: _Layout, source: Callable[[str], Column]
+) -> list[_Coercion]:
+    """What Spark's JSON parsing would change without a word: bytes that are not UTF-8, lone
+    surrogates, a field named twice, non-strings into STRING columns (read as VARIANT by
+    ``_reader_schema``), and decimal rounding."""
+    # Only names the stream reads matter (a repeat of another changes nothing stored), and only a
+    # line holding one of them twice as text is parsed once more for its keys.
+    read = [n for n in (*(src for _, _, src in layout.table), layout.op, layout.seq) if n]
+    names = list(dict.fromkeys(read))
+    twice = [
+        F.position(F.lit(q), raw, F.position(F.lit(q), raw) + 1) > 0
+        for q in (json.dumps(n, ensure_ascii=False) for n in names)
+    ]
+    keys = F.json_object_keys(raw)  # top-level names in order, repeats kept; null if no object
+    repeated = _only_if(_any(twice), F.size(F.array_distinct(keys)) < F.size(keys))
+    suspects = F.concat_ws(
+        ", ", *[F.when(t, F.lit(f"'{n}'")) for t, n in zip(twice, names, strict=True)]
+    )
+    found = [
+        _Coercion("invalid-utf8", ~F.is_valid_utf8(raw), F.lit(
+            "not valid UTF-8 (the bad bytes would be stored as U+FFFD; "
+            f"{_accepts('invalid-utf8')})")),
+        _Coercion("lone-surrogate", raw.contains("\\u") & raw.rlike(_LONE_SURROGATE), F.lit(
+            "a \\uD800-\\uDFFF escape without its pair is not a character (it would be "
+            f"stored as '?'; {_accepts('lone-surrogate')})")),
+        _Coercion("duplicate-key", repeated, F.concat(
+            F.lit("a field given more than once, of "), suspects,
+            F.lit(f" (the last value would be kept; {_accepts('duplicate-key')})"))),
+    ]  # fmt: skip
+    for name, dtype, src in layout.table:
+        if src is None or not isinstance(dtype, StringType):
+            continue
+        value = source(src)  # a VARIANT
+        kind = F.schema_of_variant(value)
+        got = F.concat(F.lit(f"column '{name}': expected a string, got "),
+                       _quoted(F.to_json(value)))  # fmt: skip
+        for rule, when, what in (
+            ("bool-to-string", kind == "BOOLEAN", "the text"),
+            ("json-to-string", kind.startswith("OBJECT") | kind.startswith("ARRAY"), "its JSON text"),
+            ("number-to-string", ~kind.isin("STRING", "BOOLEAN", "VOID") & ~kind.startswith("OBJECT")
+             & ~kind.startswith("ARRAY"), "its text"),
+        ):  # fmt: skip
+            found.append(_Coercion(rule, value.isNotNull() & when, F.concat(
+                got, F.lit(f" (it would be stored as {what}; {_accepts(rule)})"))))  # fmt: skip
+    return [*found, *_decimal_coercions(layout, source)]
+
+
 # -- the normalized stream ----------------------------------------------------------------------
+
+
+def _any(conditions: Sequence[Column]) -> Column:
+    found = conditions[0]
+    for condition in conditions[1:]:
+        found = found | condition
+    return found
+
+
+def _to_column_type(value: Column, dtype: DataType) -> Column:
+    """A source value as the table column's type. Decimals are read wider (``_wide_decimal``) and
+    one that does not fit is a null here and a reason in ``_decimal_coercions``, never a failed
+    cast (ANSI mode)."""
+    return value.try_cast(dtype) if isinstance(dtype, DecimalType) else value.cast(dtype)
+
+
+def _as_read(value: Column, dtype: DataType) -> Column:
+    """A source value as a rendered record shows it: a decimal read wide (``_wide_decimal``) in
+    the column's type, unless that would round it (then the digits as read)."""
+    if not isinstance(dtype, DecimalType):
+        return value
+    narrow = value.try_cast(dtype)
+    return F.when(value == narrow, narrow.cast("string")).otherwise(_decimal_text(value))
+
+
+def _decimal_text(wide: Column) -> Column:
+    """A decimal read wide as its digits, without the zeros the wide type adds."""
+    return F.regexp_replace(wide.cast("string"), r"\.?0+$", "")
 
 
 def _top_level(name: str) -> Column:
@@ -1167,32 +1337,55 @@ def _normalize(
     render: Callable[[Column], Column] | None,
     arrival: Column,
     origin: Column,
+    coercions: Sequence[_Coercion] = (),
 ) -> DataFrame:
     """The table's columns and the meta columns from a parsed source. ``malformed`` is the reason a
     record did not parse (null when it did), ``bad_text`` its raw text (for Kafka: every record's),
     ``render`` turns the struct of a record's source columns into text, for a record that parsed
-    but breaks a rule. Each step is its own projection, so that Spark computes a value once."""
+    but breaks a rule. ``coercions``: values that would change; a record with one is quarantined
+    unless ``request.coerce`` accepts its rule, and accepted ones are counted per rule in the
+    query's observed metrics ``plan.COERCION_METRICS``. Each step is its own projection, so that
+    Spark computes a value once."""
     table, cols = request.table, request.columns
     names = [name for name, _, _ in layout.table]
     op_text = source(layout.op).cast("string") if layout.op else F.lit(None).cast("string")
+    refused = [c for c in coercions if c.rule is None or c.rule not in request.coerce]
+    accepted: dict[str, list[Column]] = {}
+    for c in coercions:
+        if c.rule is not None and c.rule in request.coerce:
+            accepted.setdefault(c.rule, []).append(F.coalesce(c.when, F.lit(False)))
+    flags = [
+        _any(conditions).alias(f"{_ACCEPTED}{i}") for i, conditions in enumerate(accepted.values())
+    ]
+    coerce_error = (
+        F.nullif(F.concat_ws("; ", *[F.when(c.when, c.reason) for c in refused]), F.lit(""))
+        if refused
+        else F.lit(None)
+    )
     typed = df.select(
         *[
-            (source(src).cast(dtype) if src is not None else F.lit(None).cast(dtype)).alias(name)
+            (
+                _to_column_type(source(src), dtype) if src is not None else F.lit(None).cast(dtype)
+            ).alias(name)
             for name, dtype, src in layout.table
         ],
         F.btrim(op_text, F.lit(" \t\r\n\f\v")).alias(_OP),
         (
-            source(layout.seq).cast(layout.seq_type) if layout.seq else F.lit(None).cast(LongType())
+            _to_column_type(source(layout.seq), layout.seq_type)
+            if layout.seq
+            else F.lit(None).cast(LongType())
         ).alias(plan.SEQ),
         arrival.alias(plan.ARRIVAL),
         origin.alias(plan.ORIGIN),
         (malformed if malformed is not None else F.lit(None)).cast("string").alias(_MALFORMED),
         (bad_text if bad_text is not None else F.lit(None)).cast("string").alias(_BAD_TEXT),
         (
-            F.struct(*[source(f.name).alias(f.name) for f in layout.fields])
+            F.struct(*[_as_read(source(f.name), f.type).alias(f.name) for f in layout.fields])
             if render
             else F.lit(None)
         ).alias(_SOURCE),
+        coerce_error.cast("string").alias(_COERCE_ERR),
+        *flags,
     )
 
     op = F.col(_OP)
@@ -1223,6 +1416,8 @@ def _normalize(
             )
     for key in table.primary_key:
         checks.append((F.col(key).isNull(), f"missing primary-key column '{key}' (absent or null)"))
+    if refused:
+        checks.append((F.col(_COERCE_ERR).isNotNull(), F.col(_COERCE_ERR)))
     error: Column = F.col(_MALFORMED)
     if checks:
         broken = checks[0][0]
@@ -1239,7 +1434,15 @@ def _normalize(
         plan.ORIGIN,
         _BAD_TEXT,
         _SOURCE,
+        *[f"{_ACCEPTED}{i}" for i in range(len(accepted))],
     )
+    if accepted:  # good records only: a quarantined record is stored nowhere
+        good = F.col(plan.ERROR).isNull()
+        checked = checked.observe(
+            plan.COERCION_METRICS,
+            *[F.count_if(F.col(f"{_ACCEPTED}{i}") & good).alias(rule)
+              for i, rule in enumerate(accepted)],
+        )  # fmt: skip
 
     rendered = render(F.col(_SOURCE)) if render is not None else F.lit(None)
     raw = F.when(F.col(plan.ERROR).isNotNull(), F.coalesce(F.col(_BAD_TEXT), rendered))

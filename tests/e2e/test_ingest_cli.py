@@ -194,3 +194,39 @@ def test_print_spark_submit_merges_jars_and_never_prints_a_secret(
     assert refused.returncode == 2, refused.stderr
     assert "would print the secret value of --conf spark.hadoop.fs.s3a.access.key" in refused.stderr
     assert secret not in refused.stdout + refused.stderr
+
+
+def test_coercions_are_quarantined_unless_accepted_and_then_counted(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> None:
+    create_tables(
+        tmp_path / "wh", orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=1)
+    )
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.json").write_text(
+        '{"id": 1, "name": "a", "qty": 1, "price": 1.005}\n'  # decimal-round: accepted below
+        '{"id": 2, "name": true, "qty": 1, "price": 1}\n'  # bool-to-string: not accepted
+        '{"id": 3, "name": "c", "qty": 1, "price": 2.5}\n',
+        encoding="utf-8",
+    )
+    bad = _run(tmp_path, "ingest", "shop.orders", "--source", "in", "--once", "--coerce", "round")
+    assert bad.returncode == 2, bad.stderr
+    assert "unknown coercion 'round'" in bad.stderr and "decimal-round" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+    result = _run(tmp_path, "ingest", "shop.orders", "--source", "in", "--once", "--json",
+                  "--coerce", "decimal-round")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    epochs = [e for e in events if e["event"] == "epoch"]
+    assert sum(e["rows"] for e in epochs) == 2 and sum(e["quarantined"] for e in epochs) == 1
+    assert [e["counts"] for e in events if e["event"] == "coerced"] == [{"decimal-round": 1}]
+    assert events[-1]["event"] == "done" and events[-1]["coerced"] == {"decimal-round": 1}
+    quarantine = [
+        json.loads(line)
+        for path in (tmp_path / "wh").rglob("quarantine/ingest/*.jsonl")
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    assert len(quarantine) == 1
+    assert "column 'name': expected a string, got true" in quarantine[0]["reason"]
+    assert "--coerce bool-to-string" in quarantine[0]["reason"]

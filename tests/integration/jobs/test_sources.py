@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -371,7 +371,10 @@ KAFKA_VALUES: list[tuple[int, bytes | None, str | None, str | None]] = [
     (1, None, None, "the record has no value (a tombstone)"),
     (0, b'{"id": "x"}', None, "column 'id': expected bigint, got \"x\""),
     (1, b"  ", None, "empty value"),
-    (0, b'{"id": 5, "op": "c", "v": 7}', "+I", None),
+    (0, b'{"id": 5, "op": "c", "v": "7"}', "+I", None),
+    # a value that would change on the way in (issue 18 item 10)
+    (1, b'{"id": 6, "v": 7}', None, "column 'v': expected a string, got 7"),
+    (0, b'{"id": 7, "v": "\xff"}', None, "not valid UTF-8"),
 ]
 
 
@@ -403,7 +406,7 @@ def test_kafka_topic_json_values(spark: SparkSession, kafka_bootstrap: str, topi
             assert value is not None and row["id"] == json.loads(value)["id"]
         else:
             assert row[plan.ERROR] is not None and error in row[plan.ERROR], value
-            assert row[plan.RAW] == (value.decode() if value is not None else None)
+            assert row[plan.RAW] == (value.decode(errors="replace") if value is not None else None)
     assert {r["id"]: r["v"] for r in rows if r[plan.ERROR] is None} == {1: "a", 3: "b", 5: "7"}
 
 
@@ -642,3 +645,128 @@ def test_generate_is_delegated(spark: SparkSession) -> None:
     spec = plan.GenerateSource(rate=10, keys=5, total=20, update_ratio=0.5, delete_ratio=0.1)
     df = open_source(spark, _request(spec))
     _check_shape(df, ORDERS)
+
+
+# -- coercions (issue 18 item 10) ---------------------------------------------------------------
+
+PRICES = TableSpec(
+    database="shop",
+    table="prices",
+    columns=(
+        ColumnSpec("id", "bigint", nullable=False),
+        ColumnSpec("name", "string"),
+        ColumnSpec("price", "decimal(10,2)"),
+    ),
+    primary_key=("id",),
+    using="delta",
+    properties={},
+    log_store=None,
+)
+# (line as bytes, rule or None, error fragment by default, the stored (id, name, price) with
+# every coercion accepted, or None when the record is quarantined either way)
+COERCED: list[tuple[bytes, str | None, str | None, tuple[int, str | None, str | None] | None]] = [
+    (b'{"id": 1, "name": "ok", "price": 1.50}', None, None, (1, "ok", "1.50")),
+    (b'{"id": 2, "name": "bad\xff"}', "invalid-utf8", "not valid UTF-8", (2, "bad\ufffd", None)),
+    (b'{"id": 3, "name": "\\ud800x"}', "lone-surrogate", "without its pair", (3, "?x", None)),
+    (b'{"id": 4, "price": 1.005}', "decimal-round",
+     "column 'price': decimal(10,2) holds 2 decimal places, got 1.005 (it would be stored as 1.01",
+     (4, None, "1.01")),
+    (b'{"id": 5, "name": NaN}', "number-to-string",
+     "column 'name': expected a string, got \"NaN\"", (5, "NaN", None)),
+    (b'{"id": 6, "name": true}', "bool-to-string",
+     "column 'name': expected a string, got true", (6, "true", None)),
+    (b'{"id": 20, "id": 21}', "duplicate-key", "a field given more than once, of 'id'", (21, None, None)),
+    (b'{"id": 7, "name": {"a": 1}}', "json-to-string",
+     "column 'name': expected a string, got {\"a\":1}", (7, '{"a":1}', None)),
+    (b'{"id": 8, "name": 42}', "number-to-string", "got 42", (8, "42", None)),
+    # Never accepted: a number in quotes into BIGINT, a decimal that rounds past its digits.
+    (b'{"id": "41"}', None, "column 'id': expected bigint, got \"41\"", None),
+    (b'{"id": 10, "price": 99999999.995}', None,
+     "column 'price': expected decimal(10,2), got 99999999.995", None),
+    # Not coercions: a surrogate pair, an escaped backslash before "ud800", trailing zeros.
+    (b'{"id": 11, "name": "\\ud83d\\ude00 \\\\ud800", "price": 2.500}', None, None,
+     (11, "\U0001f600 \\ud800", "2.50")),
+]  # fmt: skip
+
+
+def _collect_with_metrics(df: DataFrame, checkpoint: Path) -> tuple[list[Row], dict[str, int]]:
+    """Like ``_collect``, with the accepted coercions the query observed, summed per rule."""
+    rows: list[Row] = []
+    query = (
+        df.writeStream.foreachBatch(lambda batch, _: rows.extend(batch.persist().collect()))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(QUERY_TIMEOUT_S), "the available-now run did not finish"
+    finally:
+        query.stop()
+    assert query.exception() is None
+    counts: dict[str, int] = {}
+    for progress in query.recentProgress:
+        metrics = progress.observedMetrics.get(plan.COERCION_METRICS)
+        for rule, n in (metrics.asDict() if metrics is not None else {}).items():
+            counts[rule] = counts.get(rule, 0) + int(n)
+    return rows, counts
+
+
+def test_values_that_would_change_are_quarantined_or_accepted_and_counted(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "a.json").write_bytes(b"\n".join(line for line, *_ in COERCED) + b"\n")
+    csv_dir = tmp_path / "csv"
+    csv_dir.mkdir()
+    (csv_dir / "a.csv").write_text("id,price\n1,1.005\n2,1.5\n", encoding="utf-8")
+
+    def request(path: Path, coerce: frozenset[str]) -> SourceRequest:
+        return replace(_request(plan.DirectorySource(str(path), None), PRICES), coerce=coerce)
+
+    # By default each one is quarantined with its reason, the rest stored as before.
+    rows, counts = _collect_with_metrics(
+        open_source(spark, request(source, frozenset())), tmp_path / "c1"
+    )
+    assert counts == {}
+    assert len(rows) == len(COERCED)
+    by_line = {r[plan.RAW]: r for r in rows if r[plan.ERROR] is not None}
+    good = {r["id"]: r for r in rows if r[plan.ERROR] is None}
+    for line, _, error, stored in COERCED:
+        if error is None:
+            assert stored is not None
+            row = good[stored[0]]
+            assert (row["name"], row["price"]) == (stored[1], Decimal(stored[2])), line
+            continue
+        row = by_line[line.decode("utf-8", errors="replace")]
+        assert error in row[plan.ERROR], (line, row[plan.ERROR])
+
+    # Every rule accepted: the changed value is stored, and counted per rule.
+    rows, counts = _collect_with_metrics(
+        open_source(spark, request(source, frozenset(plan.COERCIONS))), tmp_path / "c2"
+    )
+    assert counts == {
+        "invalid-utf8": 1, "lone-surrogate": 1, "decimal-round": 1, "number-to-string": 2,
+        "bool-to-string": 1, "json-to-string": 1, "duplicate-key": 1,
+    }  # fmt: skip
+    stored_rows = {
+        (r["id"], r["name"], None if r["price"] is None else str(r["price"]))
+        for r in rows
+        if r[plan.ERROR] is None
+    }
+    assert stored_rows == {s for _, _, _, s in COERCED if s is not None}
+    assert len(rows) - len(stored_rows) == 2  # "41" and the decimal past its digits
+
+    # One rule accepted: only that one is stored and counted.
+    rows, counts = _collect_with_metrics(
+        open_source(spark, request(source, frozenset({"bool-to-string"}))), tmp_path / "c3"
+    )
+    assert counts == {"bool-to-string": 1}
+    assert {r["id"] for r in rows if r[plan.ERROR] is None} == {1, 6, 11}
+
+    # CSV: the decimal rounding too.
+    rows, counts = _collect_with_metrics(
+        open_source(spark, request(csv_dir, frozenset())), tmp_path / "c4"
+    )
+    errors = {r["id"] if r["id"] is not None else 0: r[plan.ERROR] for r in rows}
+    assert errors[2] is None and "got 1.005 (it would be stored as 1.01" in str(errors.get(1))
