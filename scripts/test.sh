@@ -13,4 +13,5 @@ echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"
 # Derandomized Hypothesis unless asked otherwise (tests/hypothesis_profiles.py: ci, dev, thorough).
-HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" .venv/bin/python -m pytest "$@"
+# The slowest tests are listed at the end: the suite must stay well inside CI's time.
+HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" .venv/bin/python -m pytest --durations=15 "$@"
