@@ -24,7 +24,7 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, Self
 
-from confluent_kafka import KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 # confluent_kafka.admin re-exports these without __all__; mypy (strict, no implicit re-export) only
@@ -57,6 +57,20 @@ log = logging.getLogger(__name__)
 _GRACE_S = 0.5
 # The wait step: AdminClient.poll serves the error/log callbacks and paces the loop.
 _POLL_S = 0.05
+# The shortest attempt of a request that is retried with fresh metadata (see KafkaAdmin._offsets).
+_ATTEMPT_MIN_S = 3.0
+# Errors after which the same request, with fresh metadata, may succeed: the leader moved or died.
+_RETRIABLE = frozenset(
+    {
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError.BROKER_NOT_AVAILABLE,
+    }
+)
 # ping's first metadata wait; it doubles up to _PING_STEP_MAX_S (a slow link still gets answered).
 _PING_STEP_S = 0.2
 _PING_STEP_MAX_S = 1.0
@@ -395,22 +409,71 @@ class KafkaAdmin:
         }
 
     def _offsets(self, op: Operation, spec: OffsetSpec) -> dict[int, int]:
+        """One offset per partition, read from each partition's leader. A leader that dies is
+        routine in a cluster (its partitions get new leaders within seconds), and a request to it
+        only ends at its time-out: each attempt gets a slice of the time-out, and a retriable
+        failure (an attempt that timed out, a leader that moved, a broken connection) is tried
+        again with fresh metadata until the whole time-out is spent."""
         check_topic_name(op)
         deadline = self._begin()
-        description = self._describe(Operation("describe", "DESCRIBE", op.topic), deadline)
-        if description is None:
-            raise self._errors.not_found(op)
+        while True:
+            attempt = min(deadline, time.monotonic() + max(_ATTEMPT_MIN_S, self.timeout_s / 4))
+            found = self._offsets_once(op, spec, attempt)
+            if found is not None:
+                self._errors.reached()
+                return found
+            if deadline - time.monotonic() <= 0.05:
+                raise self._timed_out(op)
+            log.debug("retrying to %s topic %s with fresh metadata", op.verb, op.topic)
+
+    def _offsets_once(
+        self, op: Operation, spec: OffsetSpec, deadline: float
+    ) -> dict[int, int] | None:
+        """One attempt of ``_offsets`` until ``deadline``; None when it should be tried again."""
+        admin = self._client()
+        described = Operation("describe", "DESCRIBE", op.topic)
+        futures = admin.describe_topics(
+            TopicCollection([op.topic]), request_timeout=max(0.1, deadline - time.monotonic())
+        )
+        if not self._settled(futures.values(), deadline):
+            return None
+        try:
+            description: TopicDescription = futures[op.topic].result(timeout=0)
+        except KafkaException as exc:
+            if _retriable(exc):
+                return None
+            error = self._errors.map(exc, described)
+            if isinstance(error, TopicNotFoundError):
+                raise self._errors.not_found(op) from None
+            raise error from None
         request = {TopicPartition(op.topic, p.id): spec for p in description.partitions}
         if not request:
             return {}
-        futures = self._client().list_offsets(
-            request, request_timeout=self._remaining(deadline, op)
-        )
-        self._wait(futures.values(), op, deadline)
-        return {
-            tp.partition: int(self._result(future, op, deadline).offset)
-            for tp, future in futures.items()
-        }
+        offsets = admin.list_offsets(request, request_timeout=max(0.1, deadline - time.monotonic()))
+        if not self._settled(offsets.values(), deadline):
+            return None
+        found: dict[int, int] = {}
+        for tp, future in offsets.items():
+            try:
+                found[tp.partition] = int(future.result(timeout=0).offset)
+            except KafkaException as exc:
+                if _retriable(exc):
+                    return None
+                raise self._errors.map(exc, op) from None
+        return found
+
+    def _settled(self, futures: Iterable[Future[Any]], deadline: float) -> bool:
+        """Whether every future is done by ``deadline`` (polling the client meanwhile)."""
+        pending = list(futures)
+        admin = self._client()
+        while True:
+            pending = [f for f in pending if not f.done()]
+            if not pending:
+                return True
+            self._raise_if_fatal()
+            if time.monotonic() >= deadline:
+                return False
+            admin.poll(_POLL_S)
 
     def _settle(
         self, op: Operation, deadline: float, done: Callable[[TopicDescription | None], bool]
@@ -441,3 +504,10 @@ class KafkaAdmin:
 
 def _source_value(source: Any) -> Any:
     return source.value if isinstance(source, ConfigSource) else source
+
+
+def _retriable(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    if not isinstance(error, KafkaError):
+        return False
+    return error.code() in _RETRIABLE or bool(error.retriable())

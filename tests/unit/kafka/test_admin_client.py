@@ -8,10 +8,18 @@ Constructing a confluent-kafka client only validates the configuration (it may t
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Future
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
-from logstore_cli.errors import EXIT_INVALID_INPUT, ConfigError, TopicSpecError
+from logstore_cli.errors import (
+    EXIT_INVALID_INPUT,
+    BrokerError,
+    ConfigError,
+    LogstoreError,
+    TopicSpecError,
+)
 from logstore_cli.kafka import admin as kadmin
 from logstore_cli.kafka.admin import KafkaAdmin
 from tests.unit.kafka.secrets_helpers import BOOT, PLAIN, SECRET, all_text, jaas
@@ -92,3 +100,110 @@ def test_closed_admin_refuses_calls() -> None:
     admin.close()  # idempotent
     with pytest.raises(RuntimeError, match="closed"):
         admin.ping()
+
+
+class _Offset:
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+
+class _Partition:
+    def __init__(self, pid: int) -> None:
+        self.id = pid
+
+
+class _Description:
+    def __init__(self, partitions: int) -> None:
+        self.partitions = [_Partition(p) for p in range(partitions)]
+
+
+class _MovingLeaders:
+    """An AdminClient whose first list_offsets attempts go to a dead leader: ``hangs`` attempts
+    that never answer, then ``fails`` that answer NOT_LEADER_FOR_PARTITION, then the offsets."""
+
+    def __init__(self, hangs: int, fails: int) -> None:
+        self.hangs, self.fails = hangs, fails
+        self.describes = 0
+        self.lists = 0
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+    def describe_topics(self, topics: object, request_timeout: float) -> dict[str, Future[object]]:
+        self.describes += 1
+        done: Future[object] = Future()
+        done.set_result(_Description(2))
+        return {"t": done}
+
+    def list_offsets(
+        self, request: dict[object, object], request_timeout: float
+    ) -> dict[object, Future[object]]:
+        self.lists += 1
+        futures: dict[object, Future[object]] = {}
+        for tp in request:
+            f: Future[object] = Future()
+            if self.lists <= self.hangs:
+                pass  # the dead leader never answers
+            elif self.lists <= self.hangs + self.fails:
+                f.set_exception(KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)))
+            else:
+                f.set_result(_Offset(10 + tp.partition))  # type: ignore[attr-defined]
+            futures[tp] = f
+        return futures
+
+
+def test_end_offsets_are_retried_with_fresh_metadata_when_a_leader_moved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kadmin, "_ATTEMPT_MIN_S", 0.2)
+    with KafkaAdmin(BOOT, timeout_s=0.4) as admin:
+        real = admin._admin
+        fake = _MovingLeaders(hangs=1, fails=1)
+        admin._admin = fake  # type: ignore[assignment]
+        try:
+            admin.timeout_s = 5.0  # room for three attempts of 1.25 s (the first one hangs)
+            assert admin.end_offsets("t") == {0: 10, 1: 11}
+        finally:
+            admin._admin = real
+    assert fake.lists == 3 and fake.describes == 3  # each attempt re-read the metadata
+
+
+def test_a_leader_that_never_comes_back_times_out_with_the_usual_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kadmin, "_ATTEMPT_MIN_S", 0.2)
+    with KafkaAdmin(BOOT, timeout_s=0.8) as admin:
+        real = admin._admin
+        fake = _MovingLeaders(hangs=1000, fails=0)
+        admin._admin = fake  # type: ignore[assignment]
+        try:
+            with pytest.raises(BrokerError, match="end offsets"):
+                admin.end_offsets("t")
+        finally:
+            admin._admin = real
+    assert fake.lists >= 2  # attempts of a slice of the time-out each, not one long wait
+
+
+def test_a_non_retriable_error_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Refused(_MovingLeaders):
+        def list_offsets(
+            self, request: dict[object, object], request_timeout: float
+        ) -> dict[object, Future[object]]:
+            self.lists += 1
+            futures: dict[object, Future[object]] = {}
+            for tp in request:
+                f: Future[object] = Future()
+                f.set_exception(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
+                futures[tp] = f
+            return futures
+
+    with KafkaAdmin(BOOT, timeout_s=5) as admin:
+        real = admin._admin
+        fake = Refused(0, 0)
+        admin._admin = fake  # type: ignore[assignment]
+        try:
+            with pytest.raises(LogstoreError):
+                admin.end_offsets("t")
+        finally:
+            admin._admin = real
+    assert fake.lists == 1
