@@ -31,6 +31,7 @@ from logstore_cli.catalog import epochs
 from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError
 from logstore_cli.ingest import plan
 from logstore_cli.ingest.epoch import CRASH_POINTS, Committed, EpochProtocol, EpochReport, Produced
+from logstore_cli.ingest.failures import explain_commit_failure
 from logstore_cli.interrupt import StopOnCtrlC
 from logstore_cli.logformat.values import (
     ArrayType,
@@ -858,6 +859,11 @@ def _raise_failure(run: IngestRun) -> None:
     if exc is None and failure is None:
         return
     if failure is not None and not isinstance(failure, EpochStopped):
+        explained = explain_commit_failure(str(failure), run.writer.job.table.name)
+        if explained is not None:
+            raise LogstoreError(
+                explained.message, hint=explained.hint, detail=_first_line(failure)
+            ) from failure
         raise LogstoreError(
             f"the ingest epoch failed: {type(failure).__name__}: {_first_line(failure)}",
             hint="the job can be restarted: the epoch runs again and nothing is written twice",

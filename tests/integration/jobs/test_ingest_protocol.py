@@ -154,3 +154,38 @@ def test_a_job_whose_lease_is_taken_over_mid_epoch_stops_without_committing(
     finally:
         if thief is not None:
             thief.release()
+
+
+def test_a_table_whose_delta_files_vanish_mid_epoch_is_named_gone_not_restartable(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> None:
+    """Another tool removed the table's Delta log while the job produced epoch 0 (the lease, under
+    ``_logstore``, survives): the commit fails, and the error says the table is gone and not to
+    restart the job on it, instead of Py4J's first line and "the job can be restarted"."""
+    import shutil
+
+    warehouse = tmp_path / "wh"
+    path = _table(warehouse, kafka_bootstrap, topic_name)
+    write_files(tmp_path / "in", [changes(50, keys=20, seed=9)])
+    pause = tmp_path / "paused"
+    proc = _ingest(warehouse, tmp_path / "in", tmp_path, "orphan",
+                   {PAUSE_AT_ENV: "after-log:0", PAUSE_FILE_ENV: str(pause)})  # fmt: skip
+    try:
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        while not pause.exists():
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the job never reached the pause"
+            time.sleep(0.05)  # polling a condition with a deadline
+        shutil.rmtree(path / "_delta_log")
+        pause.unlink()
+        code, _, err = _finish(proc)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        pause.unlink(missing_ok=True)
+    assert code == 1, err[-3000:]
+    assert "the Delta table of shop.orders is gone" in err, err[-3000:]
+    assert "do not restart this job on it" in err and "can be restarted" not in err
+    assert "Traceback" not in err
+    assert _markers(kafka_bootstrap, topic_name) == {}  # nothing released
