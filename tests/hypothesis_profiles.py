@@ -23,8 +23,10 @@ PROFILE_ENV = "HYPOTHESIS_PROFILE"
 BASE_EXAMPLES = 100  # the ci and dev budget; budget(n) is relative to it
 PROFILES = {
     "ci": settings(max_examples=BASE_EXAMPLES, derandomize=True, database=None, deadline=None),
-    "dev": settings(max_examples=BASE_EXAMPLES, deadline=None),
-    "thorough": settings(max_examples=10 * BASE_EXAMPLES, deadline=None),
+    # derandomize=False said outright: with CI set, Hypothesis' own defaults (which a profile
+    # inherits) are derandomized.
+    "dev": settings(max_examples=BASE_EXAMPLES, deadline=None, derandomize=False),
+    "thorough": settings(max_examples=10 * BASE_EXAMPLES, deadline=None, derandomize=False),
 }
 
 
