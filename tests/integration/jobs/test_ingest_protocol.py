@@ -72,6 +72,15 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
+def _wait_paused(proc: subprocess.Popen[str], pause: Path) -> None:
+    """Until the job holds its epoch at the pause hook (it creates ``pause`` there)."""
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while not pause.exists():
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "the job never reached the pause"
+        time.sleep(0.05)  # polling a condition with a deadline
+
+
 def _markers(bootstrap: str, topic: str) -> dict[tuple[str, int], set[tuple[int, str, int | None]]]:
     """(writer, epoch) -> {(partition, attempt, version)} of every marker in the topic."""
     found: dict[tuple[str, int], set[tuple[int, str, int | None]]] = {}
@@ -122,11 +131,7 @@ def test_a_job_whose_lease_is_taken_over_mid_epoch_stops_without_committing(
                    {PAUSE_AT_ENV: "after-log:0", PAUSE_FILE_ENV: str(pause)})  # fmt: skip
     thief: Lease | None = None
     try:
-        deadline = time.monotonic() + JOB_TIMEOUT_S
-        while not pause.exists():  # epoch 0's records are in the log, its commit not yet made
-            assert proc.poll() is None, proc.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "the job never reached the pause"
-            time.sleep(0.05)  # polling a condition with a deadline
+        _wait_paused(proc, pause)  # epoch 0's records are in the log, its commit not yet made
         victim = read_lease(path)
         assert victim is not None and victim.job == "victim"
         # Another job takes the table over: as if the victim's lease had run out (a paused JVM, a
@@ -171,11 +176,7 @@ def test_a_table_whose_delta_files_vanish_mid_epoch_is_named_gone_not_restartabl
     proc = _ingest(warehouse, tmp_path / "in", tmp_path, "orphan",
                    {PAUSE_AT_ENV: "after-log:0", PAUSE_FILE_ENV: str(pause)})  # fmt: skip
     try:
-        deadline = time.monotonic() + JOB_TIMEOUT_S
-        while not pause.exists():
-            assert proc.poll() is None, proc.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "the job never reached the pause"
-            time.sleep(0.05)  # polling a condition with a deadline
+        _wait_paused(proc, pause)
         shutil.rmtree(path / "_delta_log")
         pause.unlink()
         code, _, err = _finish(proc)
