@@ -167,3 +167,8 @@ class TopicNotFoundError(BrokerError):
 class TopicSpecError(InvalidInputError):
     """The requested topic settings (name, partitions, replication, configs) are invalid for the
     cluster, as the broker or a local check said; the user fixes the table's definition."""
+
+
+class OutsideWriteError(LogstoreError):
+    """A write to the Delta table that was not a logstore epoch cannot be carried into the log
+    (docs/consistency.md §3.4): the job refuses rather than let the log silently miss it."""

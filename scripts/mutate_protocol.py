@@ -90,7 +90,41 @@ MUTANTS = [
     _m(
         "no lease check when the epoch begins",
         EPOCH,
-        ("        self.lease.check()\n        quarantined", "        quarantined"),
+        ("        self.lease.check()\n        self._carry()", "        self._carry()"),
+    ),
+    _m(
+        "outside writes not carried before an epoch",
+        EPOCH,
+        ("        self._carry()  # outside writes", "        pass  # outside writes"),
+    ),
+    _m(
+        "outside writes not carried at start-up",
+        EPOCH,
+        ("        self._carry()\n        return latest", "        return latest"),
+    ),
+    _m(
+        "carry committed without the lease check",
+        EPOCH,
+        (
+            "        self.lease.check(self.commit_margin_s)\n        carried_as",
+            "        carried_as",
+        ),
+    ),
+    _m(
+        "carry's marker names no Delta version",
+        EPOCH,
+        (
+            "        self._publish(CommitMarker(carry, carried_as))\n",
+            "        self._publish(CommitMarker(carry, None))\n",
+        ),
+    ),
+    _m(
+        "carry recorded in Delta before its records are in the log",
+        EPOCH,
+        (
+            "        produced = self.log.produce(changes, carry)\n",
+            "        self.table.mark(carry, {})\n        produced = self.log.produce(changes, carry)\n",
+        ),
     ),
     _m(
         "marker written before the commit",

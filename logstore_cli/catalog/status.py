@@ -14,6 +14,10 @@ re-publishes them), more when a restarted job re-published them, plus the record
 committed (yet): the epoch in flight, or an attempt that failed. The records are not read, so the
 numbers cost one offsets request however long the tail is.
 
+**Outside writes.** Commits that change the table's data and are not logstore epochs (a user's
+``DELETE`` in Spark SQL) and that no ingest job has carried into the log yet are listed
+(``catalog/outside.py``): the log does not hold them until the next ingest carries them.
+
 Commits are read from the Delta log's JSON commit files, as far back as the log keeps them
 (``history_from``; Delta removes commits older than its log retention, 30 days by default, after a
 checkpoint), so a writer whose last commit is older than that is not listed.
@@ -32,14 +36,17 @@ from typing import Any
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog.epochs import commit_info, commit_versions
 from logstore_cli.catalog.lease import LeaseInfo, local_holder_dead, local_time, read_lease
+from logstore_cli.catalog.outside import uncarried
 from logstore_cli.catalog.tables import TopicReader, spec_from_delta, topic_status
 from logstore_cli.errors import LogstoreError
+from logstore_cli.ingest.outside import OutsideCommit
 from logstore_cli.ingest.plan import STATE_DIR
 from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
 from logstore_cli.model import LogStoreSpec
 
 QUARANTINE_DIR = "quarantine"
 QUARANTINE_SUFFIX = ".jsonl"
+OUTSIDE_SCAN_LIMIT = 5_000  # commit files a status reads for outside writes at most (the newest)
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,8 @@ class TableStatus:
     log: LogStatus | None  # None: the table has no log store
     quarantined: Mapping[str, int]  # job -> records
     warnings: tuple[str, ...] = ()
+    outside: tuple[OutsideCommit, ...] = ()  # writes not carried into the log yet, oldest first
+    outside_unchecked: int = 0  # commits not carried that were not read (beyond the limit)
 
     @property
     def last_commit(self) -> WriterStatus | None:
@@ -169,6 +178,10 @@ class TableStatus:
                 "total": sum(self.quarantined.values()),
                 "jobs": dict(sorted(self.quarantined.items())),
             },
+            "outside": {
+                "uncarried": [c.to_json() for c in self.outside],
+                "unchecked": self.outside_unchecked,
+            },
             "warnings": list(self.warnings),
         }
 
@@ -181,6 +194,7 @@ class CommitCache:
     KEEP = ("timestamp", "inCommitTimestamp", "operation", "operationMetrics", "userMetadata")
 
     def __init__(self) -> None:
+        self.outside: dict[int, OutsideCommit | None] = {}  # catalog.outside's, per version
         self._infos: dict[int, dict[str, Any] | None] = {}
         self._epochs: dict[int, tuple[EpochId, dict[int, int]] | LogstoreError | None] = {}
 
@@ -287,6 +301,16 @@ def table_status(
             log = _log_status(log_store, committed, topics)
     if log is not None and log.error:
         warnings.append(f"log: {log.error}")
+    outside: tuple[OutsideCommit, ...] = ()
+    unchecked = 0
+    if log is not None and log.topic is not None:  # without a log, nothing is carried anywhere
+        try:
+            found = uncarried(
+                ref.path, up_to=state.version, limit=OUTSIDE_SCAN_LIMIT, cache=cache.outside
+            )
+            outside, unchecked = found.commits, found.unchecked
+        except LogstoreError as exc:
+            warnings.append(f"outside writes: {exc.message}")
 
     return TableStatus(
         name=ref.name,
@@ -299,6 +323,8 @@ def table_status(
         log=log,
         quarantined=quarantined,
         warnings=tuple(warnings),
+        outside=outside,
+        outside_unchecked=unchecked,
     )
 
 

@@ -27,9 +27,10 @@ from logstore_cli.cli.output import Output, clean, key_value_table
 from logstore_cli.config import Overrides, Uses, local_path
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.ingest import plan
+from logstore_cli.ingest.outside import describe_all
 
 if TYPE_CHECKING:
-    from logstore_cli.ingest.epoch import EpochReport
+    from logstore_cli.ingest.epoch import CarryReport, EpochReport
     from logstore_cli.jobs.ingest import IngestJob, RunSummary
 
 SOURCE_PANEL = "Source"
@@ -77,6 +78,7 @@ def build_job(
     checkpoint: str | None,
     lease_ttl_s: float,
     max_epochs: int | None,
+    skip_outside_through: int | None = None,
 ) -> IngestJob:
     """Everything the job needs, checked before Spark starts (bad input is exit 2 at once)."""
     from logstore_cli.jobs.ingest import IngestJob, KafkaTarget
@@ -101,6 +103,11 @@ def build_job(
         raise InvalidInputError(f"--lease-ttl must be at least 1 second, got {lease_ttl_s}")
     if checkpoint is not None and not checkpoint.strip():
         raise InvalidInputError("--checkpoint is empty")
+    if skip_outside_through is not None and skip_outside_through < 0:
+        raise InvalidInputError(
+            f"--skip-outside-through must be a Delta version (0 or more), got "
+            f"{skip_outside_through}"
+        )
     log = spec.log_store
     kafka = None
     client: dict[str, str] = dict(ctx.config.kafka.client)
@@ -130,6 +137,7 @@ def build_job(
         once=once,
         lease_ttl_s=lease_ttl_s,
         max_epochs=max_epochs,
+        skip_outside_through=skip_outside_through,
     )
 
 
@@ -228,6 +236,21 @@ class Progress:
             self.live.refresh()
         else:
             self.out.info(_epoch_line(report, self.quarantined))
+
+    def carried(self, report: CarryReport) -> None:
+        """Outside writes carried into the log (or skipped): always said, never only counted."""
+        self.out.event(report.to_json())
+        if report.commits:
+            self.out.warning(
+                f"carried {len(report.commits)} write(s) made outside logstore into the log "
+                f"({report.log_records:,} records, Delta v{report.delta_version}): "
+                + describe_all(report.commits)
+            )
+        if report.skipped:
+            self.out.warning(
+                f"left {len(report.skipped)} write(s) made outside logstore out of the log "
+                "(--skip-outside-through): " + describe_all(report.skipped)
+            )
 
     def take_coerced(self) -> None:
         """Report the accepted coercions of the batches finished since the last look (an epoch's
@@ -440,6 +463,18 @@ def ingest(
             rich_help_panel=JOB_PANEL,
         ),
     ] = 60.0,
+    skip_outside_through: Annotated[
+        int | None,
+        typer.Option(
+            "--skip-outside-through",
+            help="Writes made to the Delta table outside logstore are carried into the log "
+            "from Delta's Change Data Feed; the job refuses to start when one has no feed. "
+            "With this, those up to this Delta version whose feed cannot be read are left out "
+            "of the log instead (said in a warning).",
+            metavar="VERSION",
+            rich_help_panel=JOB_PANEL,
+        ),
+    ] = None,
     max_epochs: Annotated[
         int | None,
         typer.Option("--max-epochs", help="Stop after this many epochs.", hidden=True),
@@ -467,6 +502,7 @@ def ingest(
         op_column=op_column,
         sequence_column=sequence_column, emit=emit, trigger_s=trigger, once=once, job=job,
         checkpoint=checkpoint, lease_ttl_s=lease_ttl, max_epochs=max_epochs,
+        skip_outside_through=skip_outside_through,
     )  # fmt: skip
     if print_spark_submit:
         command = spark_submit_command(ingest_job, ctx, sys.argv[1:])
@@ -650,7 +686,7 @@ def _run(
                 progress.coerced = coerced
             run = ingest_job.start(
                 spark, job, lease, on_epoch=progress.epoch, on_start=progress.started_as,
-                stop=stop.requested.is_set,
+                stop=stop.requested.is_set, on_carry=progress.carried,
             )  # fmt: skip
             progress.query = run.query
             try:

@@ -190,11 +190,37 @@ def _render(console: Console, d: dict[str, Any]) -> None:
         if not log["end_offsets_read"]:
             why = log["error"] or "not asked (--no-topic)"
             parts.append(text(f"topic {log['topic']}: end offsets unavailable: {why}", style="dim"))
+    outside = d.get("outside") or {"uncarried": [], "unchecked": 0}
+    if outside["uncarried"]:
+        listed = ", ".join(_outside_commit(c) for c in outside["uncarried"][:5])
+        more = len(outside["uncarried"]) - 5
+        parts.append(
+            text(
+                f"written outside logstore, not in the log yet: {listed}"
+                + (f" and {more} more" if more > 0 else "")
+                + " (the next ingest carries them)",
+                style="yellow",
+            )
+        )
+    if outside["unchecked"]:
+        parts.append(
+            text(
+                f"{outside['unchecked']} older commits not checked for writes outside logstore",
+                style="dim",
+            )
+        )
     # soft_wrap off: the plain console (no terminal) soft-wraps, which crops text inside a panel
     console.print(
         Panel(Group(*parts), title=text(d["name"], style="bold"), title_align="left", expand=False),
         soft_wrap=False,
     )
+
+
+def _outside_commit(c: dict[str, Any]) -> str:
+    parts = [c["operation"] or "an unnamed operation"]
+    if c["at"]:
+        parts.append(f"at {c['at']}")
+    return f"version {c['version']} ({' '.join(parts)})"
 
 
 # -- status --watch ------------------------------------------------------------------------------

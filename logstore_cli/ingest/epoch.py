@@ -15,12 +15,21 @@ stores: the Kafka log and the Delta table (docs/consistency.md §3). The steps, 
    the end offsets: **the commit point**;
 5. publish a commit marker ``(W, N, A, version)`` to every partition, flushed.
 
-The stores are *ports*: ``LogSink``, ``TableCommitter``, ``Quarantine`` and ``LeaseGuard``. The
+Before the first epoch (in ``start``) and before every epoch after it, writes to the Delta table
+that are not logstore epochs (*outside writes*: a user's ``DELETE`` in Spark SQL) are carried into
+the log (``_carry``): their changes from the Change Data Feed as an epoch of the reserved writer
+``OUTSIDE_WRITER``, numbered by the newest Delta version checked, through the same steps 3-5 (the
+Delta commit of a carry holds no data: it records the carry, with the transaction id of
+``OUTSIDE_WRITER``). See ``ingest/outside.py``.
+
+The stores are *ports*: ``LogSink``, ``TableCommitter``, ``Quarantine``, ``LeaseGuard`` and
+``OutsideWrites``. The
 Spark job (``jobs/ingest.py``) implements them over a Spark DataFrame and the tests over lists
 (``tests/unit/ingest/test_epoch.py``); the protocol never sees the batch (type ``B``): it hands it to
 the ports. No I/O here, no pyspark, no Kafka client.
 
-Crash points (``before-log``, ``after-log``, ``after-commit``, ``after-markers``) are where a
+Crash points (``before-log``, ``after-log``, ``after-commit``, ``after-markers``, and
+``carry-after-log``, ``carry-after-commit`` of a carry) are where a
 test-only hook may kill the process; they are named here so that the protocol says where a crash
 can land, and docs/consistency.md §6 says what each one leaves behind.
 """
@@ -33,12 +42,21 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from logstore_cli.errors import LogstoreError
+from logstore_cli.ingest.outside import OUTSIDE_WRITER, OutsideCommit
 from logstore_cli.logformat.wire import CommitMarker, EpochId
 
-CRASH_POINTS = ("before-log", "after-log", "after-commit", "after-markers")
+CRASH_POINTS = (
+    "before-log",
+    "after-log",
+    "after-commit",
+    "after-markers",
+    "carry-after-log",
+    "carry-after-commit",
+)
 
 B = TypeVar("B")
 B_contra = TypeVar("B_contra", contravariant=True)
+B_co = TypeVar("B_co", covariant=True)
 
 
 # -- what the ports answer -----------------------------------------------------------------------
@@ -61,6 +79,17 @@ class Committed:
     epoch: EpochId
     version: int
     offsets: dict[int, int]
+
+
+@dataclass(frozen=True)
+class OutsidePending:
+    """Outside writes not carried yet: ``commits`` (oldest first) to carry, ``skipped`` ones the
+    user chose to leave out of the log (``--skip-outside-through``), and ``through``, the newest
+    Delta version checked: the carry's epoch number."""
+
+    commits: tuple[OutsideCommit, ...]
+    through: int
+    skipped: tuple[OutsideCommit, ...] = ()
 
 
 # -- the ports -------------------------------------------------------------------------------------
@@ -96,6 +125,23 @@ class TableCommitter(Protocol[B_contra]):
         """The good records of ``batch`` (when no log counted them)."""
         ...
 
+    def mark(self, eid: EpochId, offsets: Mapping[int, int]) -> int:
+        """Commit no data, idempotently, as ``(eid.writer, eid.epoch)`` with ``eid`` and
+        ``offsets`` in the commit metadata (a carry's commit); the version it committed as."""
+        ...
+
+
+class OutsideWrites(Protocol[B_co]):
+    def pending(self) -> OutsidePending | None:
+        """The outside writes committed since the last call (the first: since the carried-through
+        version); None when there are none."""
+        ...
+
+    def changes(self, pending: OutsidePending) -> B_co:
+        """The changes of ``pending.commits`` as a batch for the log, in Delta's order; raises
+        (OutsideWriteError) when one of them cannot be read (no Change Data Feed)."""
+        ...
+
 
 class Quarantine(Protocol[B_contra]):
     def write(self, batch: B_contra, writer: str, epoch: int) -> int:
@@ -113,6 +159,30 @@ class LeaseGuard(Protocol):
 
 def _no_crash(point: str, epoch: int) -> None:
     return None
+
+
+@dataclass(frozen=True)
+class CarryReport:
+    """What one carry of outside writes did; the CLI renders it."""
+
+    commits: tuple[OutsideCommit, ...]
+    skipped: tuple[OutsideCommit, ...]
+    through: int  # the newest Delta version checked: the carry's epoch number
+    attempt: str
+    log_records: int
+    delta_version: int  # the carry's own (empty) commit
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": "carried",
+            "writer": OUTSIDE_WRITER,
+            "epoch": self.through,
+            "attempt": self.attempt,
+            "commits": [c.to_json() for c in self.commits],
+            "skipped": [c.to_json() for c in self.skipped],
+            "log_records": self.log_records,
+            "delta_version": self.delta_version,
+        }
 
 
 # -- what an epoch did -----------------------------------------------------------------------------
@@ -165,7 +235,9 @@ class EpochProtocol(Generic[B]):
 
     ``commit_margin_s``: the lease must have more than this left at the commit (a pause longer
     than the margin is the gap a lease without fencing leaves). ``new_attempt`` makes attempt ids:
-    a new one for every execution of an epoch.
+    a new one for every execution of an epoch. ``outside`` finds the table's outside writes (None:
+    none are carried; a job that writes one store only never carries), ``on_carry`` hears of each
+    carry.
     """
 
     def __init__(
@@ -180,6 +252,8 @@ class EpochProtocol(Generic[B]):
         new_attempt: Callable[[], str],
         crash_point: Callable[[str, int], None] = _no_crash,
         clock: Callable[[], float] = time.monotonic,
+        outside: OutsideWrites[B] | None = None,
+        on_carry: Callable[[CarryReport], None] = lambda report: None,
     ) -> None:
         if log is None and table is None:
             raise ValueError("an ingest job writes the log, the table or both")
@@ -192,18 +266,22 @@ class EpochProtocol(Generic[B]):
         self.new_attempt = new_attempt
         self.crash_point = crash_point
         self.clock = clock
+        self.outside = outside if log is not None and table is not None else None
+        self.on_carry = on_carry
         self._last_attempt: str | None = None
         self._started = False
 
     def start(self) -> Committed | None:
         """Step 0, the start-up rule: re-publish the markers of the table's latest epoch commit,
-        whichever writer made it, before this job produces anything. Returns that commit."""
+        whichever writer made it, before this job produces anything; then carry the outside
+        writes not carried yet. Returns that commit."""
         self._started = True
         if self.log is None or self.table is None:
             return None  # no markers to repair: nothing committed with markers, or no commits
         latest = self.table.latest()
         if latest is not None:
             self.log.publish_markers(CommitMarker(latest.epoch, latest.version))
+        self._carry()
         return latest
 
     def run(self, epoch: int, batch: B) -> EpochReport:
@@ -219,8 +297,9 @@ class EpochProtocol(Generic[B]):
             phases[name] = phases.get(name, 0.0) + now - mark
             mark = now
 
-        eid = EpochId(self.writer, epoch, self._attempt())
         self.lease.check()
+        self._carry()  # outside writes committed since the last epoch go first, in Delta's order
+        eid = EpochId(self.writer, epoch, self._attempt())
         quarantined = self.quarantine.write(batch, self.writer, epoch)
         if self.table is not None:
             done = self.table.committed(self.writer, epoch)
@@ -257,6 +336,35 @@ class EpochProtocol(Generic[B]):
             self.writer, epoch, eid.attempt, rows, produced.records if produced else 0,
             quarantined, version, offsets, False, self.clock() - started, phases,
         )  # fmt: skip
+
+    def _carry(self) -> CarryReport | None:
+        """Carry the outside writes committed since the last look into the log, as epoch
+        ``through`` of ``OUTSIDE_WRITER``: produce their changes, check the lease, record the carry
+        in Delta (a commit without data: Delta's transaction id for ``OUTSIDE_WRITER`` becomes
+        ``through``, so no job carries them again), publish its markers. A crash before the Delta
+        commit leaves records no marker releases (the next job carries them again, as a new
+        attempt); after it, the start-up rule publishes the markers (the carry is then the table's
+        latest epoch commit)."""
+        if self.outside is None:
+            return None
+        assert self.log is not None and self.table is not None
+        pending = self.outside.pending()
+        if pending is None:
+            return None
+        carry = EpochId(OUTSIDE_WRITER, pending.through, self._attempt())
+        changes = self.outside.changes(pending)
+        produced = self.log.produce(changes, carry)
+        self.crash_point("carry-after-log", carry.epoch)
+        self.lease.check(self.commit_margin_s)
+        carried_as = self.table.mark(carry, produced.offsets)
+        self.crash_point("carry-after-commit", carry.epoch)
+        self._publish(CommitMarker(carry, carried_as))
+        report = CarryReport(
+            pending.commits, pending.skipped, pending.through, carry.attempt, produced.records,
+            carried_as,
+        )  # fmt: skip
+        self.on_carry(report)
+        return report
 
     def _attempt(self) -> str:
         """A new attempt id: a retry of an epoch with an old attempt's id would let a reader

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import signal
 import threading
@@ -28,10 +29,20 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from logstore_cli.catalog import epochs
-from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError
+from logstore_cli.catalog.outside import Follower
+from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError, OutsideWriteError
 from logstore_cli.ingest import plan
-from logstore_cli.ingest.epoch import CRASH_POINTS, Committed, EpochProtocol, EpochReport, Produced
+from logstore_cli.ingest.epoch import (
+    CRASH_POINTS,
+    CarryReport,
+    Committed,
+    EpochProtocol,
+    EpochReport,
+    OutsidePending,
+    Produced,
+)
 from logstore_cli.ingest.failures import explain_commit_failure
+from logstore_cli.ingest.outside import KINDS, ORDER, OutsideCommit
 from logstore_cli.interrupt import StopOnCtrlC
 from logstore_cli.logformat.values import (
     ArrayType,
@@ -104,6 +115,9 @@ class IngestJob:
     once: bool = False
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
     max_epochs: int | None = None  # stop after this many epochs ran (tests, benchmarks)
+    # Outside writes at or below this Delta version are not carried into the log (the user chose
+    # to go on without them: e.g. no Change Data Feed was recorded for them).
+    skip_outside_through: int | None = None
 
     @property
     def checkpoint(self) -> Path:
@@ -457,8 +471,9 @@ class DeltaCommitter:
     """``TableCommitter``: the Delta table, read through its log, written with MERGE (append
     without a key) and Delta's idempotent-write transaction ids."""
 
-    def __init__(self, table: TableSpec, path: Path) -> None:
+    def __init__(self, table: TableSpec, path: Path, spark: SparkSession | None = None) -> None:
         self.path = path
+        self.spark = spark  # for commits without a batch (``mark``)
         self.columns = [c.name for c in table.columns]
         self.keys = list(table.primary_key)
         self.log_kinds = frozenset(k.value for k in plan.log_kinds(table))
@@ -553,6 +568,24 @@ class DeltaCommitter:
                     conf.unset(key)
         return self._committed_as(eid)
 
+    def mark(self, eid: EpochId, offsets: Mapping[int, int]) -> int:
+        """A commit without data that records ``eid`` (an empty append: Delta 4.0.1 commits it
+        with its transaction id and metadata, and skips it when the id is already recorded)."""
+        if self.spark is None:
+            raise LogstoreError("a commit without data needs the job's Spark session")
+        path = str(self.path)
+        schema = self.spark.read.format("delta").load(path).schema
+        (
+            self.spark.createDataFrame([], schema)
+            .write.format("delta")
+            .mode("append")
+            .option("txnAppId", eid.writer)
+            .option("txnVersion", str(eid.epoch))
+            .option("userMetadata", commit_metadata(eid, offsets))
+            .save(path)
+        )
+        return self._committed_as(eid)
+
     def _committed_as(self, eid: EpochId) -> int:
         for version in epochs.commit_versions(self.path)[:20]:
             found = epochs.epoch_of(self.path, version)
@@ -562,6 +595,173 @@ class DeltaCommitter:
             f"epoch {eid.epoch} of writer {eid.writer} is not among the table's newest commits "
             "after it committed",
             hint="another process is committing to the table; stop it and restart the job",
+        )
+
+
+# Delta's errors for a feed that is not there: never recorded, or its files removed by a VACUUM.
+_FEED_GONE = re.compile(r"DELTA_MISSING_CHANGE_DATA|FileNotFound|FILE_NOT_FOUND|does not exist")
+
+
+class DeltaOutsideWrites:
+    """``OutsideWrites``: the table's outside writes, found in its Delta log (``Follower``: only
+    new commit files are read each epoch), their changes read from Delta's Change Data Feed.
+
+    The changes are the feed's rows in Delta's order (version, then removal before new image). A
+    write committed *before* an epoch commit that is already in the log (a blind append that did
+    not conflict with the job's MERGE, or a write from before outside writes were carried) would
+    land in the log after that epoch's records: on a table with a key, the carry then ends with the
+    current image of every key those writes touched (``+U``, or ``-D`` when the key is gone), read
+    from the snapshot at ``through``, so that folding the log by key gives the table."""
+
+    ARRIVAL_FIELDS = ("version", "rank")
+
+    def __init__(
+        self, spark: SparkSession, table: TableSpec, path: Path, skip_through: int | None = None
+    ) -> None:
+        self.spark = spark
+        self.table = table
+        self.path = path
+        self.skip_through = skip_through
+        self.follower = Follower(path)
+        self.columns = [c.name for c in table.columns]
+        self.keys = list(table.primary_key)
+
+    def pending(self) -> OutsidePending | None:
+        found = self.follower.new()
+        if not found.commits:
+            return None
+        skip = self.skip_through
+        skipped = tuple(
+            c
+            for c in found.commits
+            if skip is not None and c.version <= skip and not self._readable(c)
+        )
+        carried = tuple(c for c in found.commits if c not in skipped)
+        return OutsidePending(carried, found.checked_through, skipped)
+
+    def _readable(self, commit: OutsideCommit) -> bool:
+        """Whether the feed of ``commit`` can be read (Delta says so only when it runs a read)."""
+        try:
+            self._feed(commit).limit(1).count()
+        except OutsideWriteError:
+            return False
+        except Exception as exc:
+            if _FEED_GONE.search(str(exc)):
+                return False
+            raise self._unreadable((commit,), exc) from exc
+        return True
+
+    def changes(self, pending: OutsidePending) -> SparkBatch:
+        from functools import reduce
+
+        frames = [self._feed(commit) for commit in pending.commits]
+        if frames:
+            feed = reduce(lambda a, b: a.unionByName(b), frames)
+            latest = epochs.latest_epoch_commit(self.path)
+            if self.keys and latest is not None and latest.version > pending.commits[0].version:
+                feed = feed.unionByName(self._restated(feed, pending.through))
+        else:  # every write skipped: the carry records only that they were seen
+            feed = self._empty()
+        try:
+            # Read now: an unreadable feed fails here, as the refusal it is, before any record.
+            frame = feed.localCheckpoint()
+        except Exception as exc:  # Spark's AnalysisException or a Py4J error
+            raise self._unreadable(pending.commits, exc) from exc
+        return SparkBatch(frame, list(self.ARRIVAL_FIELDS))
+
+    def _feed(self, commit: OutsideCommit) -> DataFrame:
+        version = str(commit.version)
+        try:
+            feed = (
+                self.spark.read.format("delta")
+                .option("readChangeFeed", "true")
+                .option("startingVersion", version)
+                .option("endingVersion", version)
+                .load(str(self.path))
+            )
+        except Exception as exc:
+            raise self._unreadable((commit,), exc) from exc
+        kinds = F.create_map(*[F.lit(x) for t, k in KINDS.items() for x in (t, k.value)])
+        ranks = F.create_map(*[F.lit(x) for t, r in ORDER.items() for x in (t, r)])
+        change = F.col("_change_type")
+        return self._frame(feed, kinds[change], F.col("_commit_version"), ranks[change])
+
+    def _restated(self, feed: DataFrame, through: int) -> DataFrame:
+        """Every key ``feed`` touched, as the snapshot at ``through`` holds it."""
+        keys = [F.col(_name(k)) for k in self.keys]
+        touched = feed.select(*keys).distinct()
+        now = (
+            self.spark.read.format("delta")
+            .option("versionAsOf", str(through))
+            .load(str(self.path))
+            .select(*[F.col(_name(c)) for c in self.columns])
+        )
+        present = now.join(touched, on=self.keys, how="left_semi")
+        gone = touched.join(now.select(*keys), on=self.keys, how="left_anti")
+        gone = gone.select(
+            *[
+                F.col(_name(c)) if c in self.keys else F.lit(None).cast(now.schema[c].dataType)
+                for c in self.columns
+            ]
+        )
+        after = F.lit(through + 1)
+        return self._frame(
+            present, F.lit(plan.upsert_kind(self.table).value), after, F.lit(ORDER["insert"])
+        ).unionByName(self._frame(gone, F.lit("-D"), after, F.lit(ORDER["delete"])))
+
+    def _empty(self) -> DataFrame:
+        schema = self.spark.read.format("delta").load(str(self.path)).schema
+        empty = self.spark.createDataFrame([], schema)
+        return self._frame(empty, F.lit(None).cast("string"), F.lit(0), F.lit(0))
+
+    def _frame(self, frame: DataFrame, kind: Column, version: Column, rank: Column) -> DataFrame:
+        """The batch shape the log sink reads (the sources' normalized columns)."""
+        return frame.select(
+            *[F.col(_name(c)) for c in self.columns],
+            kind.cast("string").alias(plan.KIND),
+            F.lit(None).cast("long").alias(plan.SEQ),
+            F.struct(version.cast("long").alias("version"), rank.cast("int").alias("rank")).alias(
+                plan.ARRIVAL
+            ),
+            F.lit(None).cast("string").alias(plan.ERROR),
+            F.lit(None).cast("string").alias(plan.RAW),
+            F.concat(F.lit("delta:version "), version.cast("string")).alias(plan.ORIGIN),
+        )
+
+    def _unreadable(
+        self, commits: tuple[OutsideCommit, ...], exc: BaseException
+    ) -> OutsideWriteError:
+        from logstore_cli.ingest.outside import describe_all
+
+        text = str(exc)
+        name, path = self.table.name, self.path
+        what = describe_all(commits)
+        ddl = f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+        m = re.search(r"not\s+recorded\s+for\s+version\s+\[(\d+)\]", text)
+        skip = m.group(1) if m else str(commits[-1].version)
+        if "DELTA_MISSING_CHANGE_DATA" in text:
+            where = f" (version {m.group(1)})" if m else ""
+            return OutsideWriteError(
+                f"table {name} was changed outside logstore at {what}, and Delta recorded no "
+                f"Change Data Feed for it{where}: delta.enableChangeDataFeed was off, so ingest "
+                "cannot carry those changes into the log; nothing was written",
+                hint="turn the feed back on for later writes (in Spark SQL: "
+                f"{ddl}); to go on without carrying these writes (log readers will not see "
+                "them, and `logstore verify` will show the rows that differ), run the same "
+                f"ingest with --skip-outside-through {skip}",
+                detail=_first_line(exc),
+            )
+        if _FEED_GONE.search(text):
+            reason = "the files of its Change Data Feed are gone (a VACUUM removed them)"
+        else:
+            reason = "its Change Data Feed cannot be read"
+        return OutsideWriteError(
+            f"table {name} was changed outside logstore at {what}, and {reason}: ingest cannot "
+            "carry those changes into the log; nothing was written",
+            hint="to go on without carrying these writes (log readers will not see them, and "
+            "`logstore verify` will show the rows that differ), run the same ingest with "
+            f"--skip-outside-through {skip}",
+            detail=_first_line(exc),
         )
 
 
@@ -634,18 +834,21 @@ def _log_limits(job: IngestJob, admin: KafkaAdmin) -> tuple[dict[str, str], int]
 
 
 def protocol_for(
+    spark: SparkSession,
     job: IngestJob,
     writer: str,
     lease: Lease,
     producer: LogProducer | None,
     admin: KafkaAdmin | None,
     max_bytes: int | None = None,
+    on_carry: Callable[[CarryReport], None] = lambda report: None,
 ) -> EpochProtocol[SparkBatch]:
     """The job's protocol over the Spark, Kafka and Delta ports its stores need."""
     log = None
     if job.stores.log and job.kafka is not None and producer is not None and admin is not None:
         log = KafkaLogSink(job.table, producer, admin, job.kafka.topic, max_bytes)
-    table = DeltaCommitter(job.table, job.table_path) if job.stores.file else None
+    table = DeltaCommitter(job.table, job.table_path, spark) if job.stores.file else None
+    outside = DeltaOutsideWrites(spark, job.table, job.table_path, job.skip_outside_through)
     return EpochProtocol(
         writer,
         log=log,
@@ -655,6 +858,8 @@ def protocol_for(
         commit_margin_s=job.lease_ttl_s / 3,
         new_attempt=new_attempt,
         crash_point=crash_point,
+        outside=outside,
+        on_carry=on_carry,
     )
 
 
@@ -742,6 +947,7 @@ def start(
     on_epoch: Callable[[EpochReport], None],
     on_start: Callable[[str], None] = lambda writer: None,
     stop: Callable[[], bool] = lambda: False,
+    on_carry: Callable[[CarryReport], None] = lambda report: None,
 ) -> IngestRun:
     """Prepare the checkpoint and the log, and start the query, holding ``lease`` (from
     ``acquire_lease``; released when the run ends, or here if the start fails)."""
@@ -767,8 +973,9 @@ def start(
             )
             closers.insert(0, markers.close)
             markers.partition_count()  # the topic exists and the brokers answer, before Spark
-        protocol = protocol_for(job, writer, lease, markers, admin, max_bytes)
-        protocol.start()  # the start-up rule, before the query can produce anything
+        protocol = protocol_for(spark, job, writer, lease, markers, admin, max_bytes, on_carry)
+        # The start-up rule and the carry of outside writes, before the query produces anything.
+        protocol.start()
         epoch_writer = EpochWriter(job, protocol, on_epoch)
         writer_stream = (
             stream.writeStream.queryName(f"logstore-ingest-{job.paths.job}")

@@ -16,7 +16,10 @@ of the same epoch (docs/design.md §6.8).
    compared (``fold.compare``).
 
 The log must be whole: a partition whose beginning the topic's retention deleted cannot be folded,
-and the result says so.
+and the result says so. Writes to the Delta table that are not logstore epochs and that no ingest
+job has carried into the log yet (``catalog/outside.py``) are named: after ``V`` they make the two
+differ by construction (the result's reason: the next ingest carries them); at or before ``V``
+they explain the rows that differ (a note).
 """
 
 from __future__ import annotations
@@ -37,14 +40,19 @@ from logstore_cli.catalog.epochs import (
     commit_versions,
     epoch_commits,
 )
+from logstore_cli.catalog.outside import uncarried
 from logstore_cli.catalog.tables import StoredTable
 from logstore_cli.errors import InvalidInputError, LogstoreError
+from logstore_cli.ingest.outside import OutsideCommit, describe_all
 from logstore_cli.logformat.consistency import Item, TopicDecider
 from logstore_cli.logformat.wire import CommitMarker, RowSchema
 from logstore_cli.read.consumer import ReadStats
 from logstore_cli.read.fold import EXAMPLES, ArrowRows, Diff, FoldedState, compare
 
 _MARKER_WAIT_STEP_S: Final = 0.2
+# Commit files read for outside writes at most (the newest ones): a table that never had a carry
+# is checked this far back, not through its whole log.
+OUTSIDE_SCAN_LIMIT: Final = 20_000
 
 RowBatches = Callable[[Path, int, list[str]], Iterable[list[dict[str, Any]]]]
 
@@ -128,6 +136,7 @@ class VerifyResult:
     hint: str | None = None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    outside: list[OutsideCommit] = field(default_factory=list)  # writes not carried into the log
 
     @property
     def equal(self) -> bool:
@@ -156,6 +165,7 @@ class VerifyResult:
             "extra": part("extra"),
             "different": part("different"),
             "notes": list(self.notes),
+            "outside": [c.to_json() for c in self.outside],
             "seconds": round(self.seconds, 3),
         }
 
@@ -341,6 +351,8 @@ def verify_table(
         _unconfirmed_reason(result, log_read, commits, summary.topic)
         return done()
 
+    if _outside_writes(result, path, bound, latest, stored.ref.name):
+        return finish()
     if at is None:
         return _without_epoch(result, log_read.released, finish)
     held = _held_committed_epochs(log_read.decider, committed)
@@ -432,6 +444,38 @@ def _read_notes(
             "marker (in flight, or an attempt that never committed) were not compared"
         )
     _log_only_note(result, released)
+
+
+def _outside_writes(
+    result: VerifyResult, path: Path, bound: int | None, latest: int, table: str
+) -> bool:
+    """Name the writes not carried into the log; True when some came after ``V`` (the log
+    cannot hold them yet: the two cannot be equal, and the reason says why)."""
+    found = uncarried(path, up_to=latest, limit=OUTSIDE_SCAN_LIMIT)
+    result.outside = list(found.commits)
+    if found.unchecked:
+        result.notes.append(
+            f"the oldest {found.unchecked} commits not carried were not checked for writes made "
+            f"outside logstore (verify reads the newest {OUTSIDE_SCAN_LIMIT})"
+        )
+    before = [c for c in found.commits if bound is not None and c.version <= bound]
+    after = [c for c in found.commits if bound is None or c.version > bound]
+    if before:
+        result.notes.append(
+            f"written outside logstore and never carried into the log: {describe_all(before)} "
+            "(the rows they changed differ)"
+        )
+    if not after:
+        return False
+    result.reason = (
+        f"the Delta table holds writes made outside logstore that the log does not: "
+        f"{describe_all(after)}"
+    )
+    result.hint = (
+        f"the next `logstore ingest {table}` carries them into the log (from Delta's Change "
+        "Data Feed) before its first epoch; then verify again"
+    )
+    return True
 
 
 def _without_epoch(

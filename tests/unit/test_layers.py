@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "kafka": {"errors", "model", "paths", "jvm", "processes"},
     "catalog": {"errors", "model", "names", "ddl", "kafka", "logformat", "ingest"},
     "provision": {"errors", "model", "names", "ddl", "kafka", "catalog", "config"},
-    "read": {"errors", "model", "names", "logformat", "kafka", "catalog"},
+    "read": {"errors", "model", "names", "logformat", "kafka", "catalog", "ingest"},
     "jobs": {"errors", "model", "names", "ddl", "kafka", "catalog", "config", "paths", "jvm",
              "logformat", "provision", "ingest", "read", "interrupt", "processes"},
 }  # fmt: skip

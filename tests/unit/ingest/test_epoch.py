@@ -1,5 +1,6 @@
 """The write protocol (``ingest/epoch.py``) over in-memory stores: every step, its order, the
-start-up rule, the lease checks, crashes at every point and restarts as the same or another job.
+start-up rule, the lease checks, crashes at every point and restarts as the same or another job,
+and the carry of writes made to the table outside logstore into the log.
 
 The fakes keep one event list, so a test can assert the order of the steps across the stores
 (a marker is never sent before its commit, the lease is checked right before the commit). A
@@ -21,14 +22,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from logstore_cli.catalog.lease import LeaseLostError
-from logstore_cli.errors import LogstoreError
+from logstore_cli.errors import LogstoreError, OutsideWriteError
 from logstore_cli.ingest.epoch import (
     CRASH_POINTS,
     Committed,
     EpochProtocol,
     EpochReport,
+    OutsidePending,
     Produced,
 )
+from logstore_cli.ingest.outside import OUTSIDE_WRITER, OutsideCommit
 from logstore_cli.logformat.wire import CommitMarker, EpochId
 
 PARTITIONS = 2
@@ -55,6 +58,35 @@ class World:
     data: dict[int, str] = field(default_factory=dict)  # the table's rows
     txn: dict[str, int] = field(default_factory=dict)  # Delta's txnAppId -> txnVersion
     quarantined: dict[tuple[str, int], int] = field(default_factory=dict)
+    # Writes made to the table outside logstore: (version, rows); versions are shared with commits
+    outside: list[tuple[int, dict[int, str]]] = field(default_factory=list)
+    version: int = 0  # the table's latest version (0: created)
+
+    def outside_write(self, rows: Mapping[int, str]) -> int:
+        """Another program changes the table (a Spark SQL UPDATE, say)."""
+        self.version += 1
+        self.data.update(rows)
+        self.outside.append((self.version, dict(rows)))
+        return self.version
+
+    def folded_log(self) -> dict[int, str]:
+        """What a ``committed`` reader folds from the log: in each partition, a marker releases
+        the records of its writer, epoch and attempt that came before it, once per epoch."""
+        state: dict[int, str] = {}
+        for items in self.topic.values():
+            held: dict[tuple[str, int], list[tuple[str, int, str]]] = {}
+            done: set[tuple[str, int]] = set()
+            for kind, item in items:
+                if kind == "record":
+                    eid, key, value = item
+                    held.setdefault((eid.writer, eid.epoch), []).append((eid.attempt, key, value))
+                elif (item.epoch.writer, item.epoch.epoch) not in done:
+                    ref = (item.epoch.writer, item.epoch.epoch)
+                    done.add(ref)
+                    for attempt, key, value in held.pop(ref, []):
+                        if attempt == item.epoch.attempt:
+                            state[key] = value
+        return state
 
     def ends(self) -> dict[int, int]:
         return {p: len(items) for p, items in self.topic.items()}
@@ -119,12 +151,40 @@ class FakeTable:
             raise LogstoreError("Delta skipped the epoch as already written")
         self.world.txn[eid.writer] = eid.epoch
         self.world.data.update(batch.rows)
-        version = len(self.world.commits) + 1
-        self.world.commits.append(Committed(eid, version, dict(offsets)))
-        return version
+        self.world.version += 1
+        self.world.commits.append(Committed(eid, self.world.version, dict(offsets)))
+        return self.world.version
 
     def count(self, batch: Batch) -> int:
         return len(batch.rows)
+
+    def mark(self, eid: EpochId, offsets: Mapping[int, int]) -> int:
+        self.world.events.append(("mark", eid, dict(offsets)))
+        return self.commit(Batch(()), eid, offsets)
+
+
+class FakeOutside:
+    """The table's outside writes, as ``DeltaOutsideWrites`` finds them: the first look is after
+    Delta's transaction version of ``OUTSIDE_WRITER``, each next one after the last."""
+
+    def __init__(self, world: World, fail: BaseException | None = None) -> None:
+        self.world = world
+        self.fail = fail
+        self.seen: int | None = None
+
+    def pending(self) -> OutsidePending | None:
+        after = self.world.txn.get(OUTSIDE_WRITER, -1) if self.seen is None else self.seen
+        self.seen = self.world.version
+        new = [OutsideCommit(v, "UPDATE", None, None) for v, _ in self.world.outside if v > after]
+        return OutsidePending(tuple(new), self.world.version) if new else None
+
+    def changes(self, pending: OutsidePending) -> Batch:
+        self.world.events.append(("changes", pending.through))
+        if self.fail is not None:
+            raise self.fail
+        versions = {c.version for c in pending.commits}
+        return Batch(tuple(kv for v, rows in self.world.outside if v in versions
+                           for kv in rows.items()))  # fmt: skip
 
 
 class FakeQuarantine:
@@ -182,6 +242,7 @@ def make(
     attempts: Iterator[str] = _attempts,
     margin: float = 20.0,
     start: bool = True,
+    outside: FakeOutside | None = None,
 ) -> tuple[EpochProtocol[Batch], FakeLease]:
     lease = lease or FakeLease(world)
     protocol: EpochProtocol[Batch] = EpochProtocol(
@@ -194,6 +255,7 @@ def make(
         new_attempt=lambda: next(attempts),
         crash_point=crash or (lambda point, epoch: None),
         clock=itertools.count().__next__,  # a clock that moves on every reading
+        outside=outside or FakeOutside(world),
     )
     if start:
         protocol.start()
@@ -294,7 +356,10 @@ def test_a_repeated_attempt_id_is_refused() -> None:
 # -- crashes and restarts --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("point", CRASH_POINTS)
+EPOCH_POINTS = tuple(p for p in CRASH_POINTS if not p.startswith("carry-"))
+
+
+@pytest.mark.parametrize("point", EPOCH_POINTS)
 def test_a_crash_at_each_point_leaves_what_the_docs_say_and_a_retry_repairs_it(point: str) -> None:
     world = World()
     first, _ = make(world, crash=crash_at(point, 1))
@@ -473,7 +538,7 @@ def test_a_log_failure_commits_nothing() -> None:
 # -- any history of crashes ends consistent -----------------------------------------------------
 
 _run_step = st.tuples(
-    st.sampled_from(["w-1", "w-2"]),  # which job runs next
+    st.sampled_from(["w-1", "w-2", "outside"]),  # which job runs next, or an outside write
     st.one_of(st.none(), st.sampled_from(CRASH_POINTS)),  # where (if) it dies
     st.integers(min_value=1, max_value=3),  # epochs it tries to run
 )
@@ -501,15 +566,124 @@ def test_any_history_of_crashes_and_restarts_ends_consistent(runs: list[Any]) ->
             next_epoch[writer] = n + 1
 
     for writer, point, count in runs:
+        if writer == "outside":  # another program updates keys the jobs write too
+            world.outside_write({k: f"outside@{world.version}" for k in range(count, 600, 97)})
+            continue
         with contextlib.suppress(Crash):
             run(writer, None if point is None else crash_at(point), count)
     for writer in ("w-1", "w-2"):
         run(writer, None, 1)
     assert_consistent(world)
     expected: dict[int, str] = {}
-    for c in sorted(world.commits, key=lambda c: c.version):
-        expected.update(rows_of(c.epoch.writer, c.epoch.epoch).rows)
+    history = [(c.version, rows_of(c.epoch.writer, c.epoch.epoch).rows)
+               for c in world.commits if c.epoch.writer != OUTSIDE_WRITER]  # fmt: skip
+    history += [(v, tuple(rows.items())) for v, rows in world.outside]
+    for _, rows in sorted(history):
+        expected.update(rows)
     assert world.data == expected
+    assert world.folded_log() == world.data  # every outside write reached the log, in order
     for writer in ("w-1", "w-2"):
         epochs = sorted(c.epoch.epoch for c in world.commits if c.epoch.writer == writer)
         assert epochs == list(range(next_epoch[writer]))
+
+
+# -- writes made outside logstore --------------------------------------------------------------
+
+
+def test_an_outside_write_is_carried_into_the_log_before_the_next_epoch() -> None:
+    world = World()
+    protocol, _ = make(world)
+    protocol.run(0, batch(1, 2))
+    version = world.outside_write({2: "deleted-by-gdpr", 5: "inserted-by-spark-sql"})
+    world.events.clear()
+    protocol.run(1, batch(3))
+
+    assert steps(world) == [
+        "lease", "changes", "produce", "lease", "mark", "commit", "markers",  # the carry first
+        "quarantine", "committed?", "produce", "lease", "commit", "markers",  # then the epoch
+    ]  # fmt: skip
+    carry = world.events[2][1]
+    assert carry.writer == OUTSIDE_WRITER and carry.epoch == version
+    assert world.events[3] == ("lease", 20.0)  # the carry is committed with the lease's margin
+    assert world.txn[OUTSIDE_WRITER] == version  # Delta records how far writes are carried
+    assert world.folded_log() == world.data == {
+        1: "v1", 2: "deleted-by-gdpr", 3: "v3", 5: "inserted-by-spark-sql"
+    }  # fmt: skip
+    assert_consistent(world)
+
+    world.events.clear()
+    protocol.run(2, batch(4))  # nothing new: no second carry
+    assert "mark" not in steps(world)
+
+
+def test_writes_made_before_a_job_starts_are_carried_at_start_up() -> None:
+    world = World()
+    first, _ = make(world)
+    first.run(0, batch(1))
+    world.outside_write({1: "changed"})
+    world.outside_write({7: "added"})
+    carried: list[Any] = []
+    again, _ = make(world, start=False)
+    again.on_carry = carried.append
+    again.start()
+    assert [c.version for c in carried[0].commits] == [2, 3]
+    assert carried[0].through == 3 and carried[0].log_records == 2
+    assert world.folded_log() == world.data == {1: "changed", 7: "added"}
+    assert_consistent(world)
+
+
+@pytest.mark.parametrize("point", ["carry-after-log", "carry-after-commit"])
+def test_a_crash_while_carrying_is_repaired_by_the_next_start(point: str) -> None:
+    world = World()
+    first, _ = make(world)
+    first.run(0, batch(1, 2))
+    world.outside_write({2: "outside"})
+    dying, _ = make(world, crash=crash_at(point), start=False)
+    with pytest.raises(Crash):
+        dying.start()
+    committed = OUTSIDE_WRITER in world.txn
+    assert committed == (point == "carry-after-commit")
+    assert world.folded_log() == {1: "v1", 2: "v2"}  # nothing released without its marker
+
+    again, _ = make(world, start=False)
+    again.start()
+    again.run(1, batch(3))
+    carries = [c for c in world.commits if c.epoch.writer == OUTSIDE_WRITER]
+    assert len(carries) == 1  # carried once: a committed carry is not carried again
+    assert world.folded_log() == world.data == {1: "v1", 2: "outside", 3: "v3"}
+    assert_consistent(world)
+
+
+def test_an_outside_write_that_cannot_be_read_stops_the_job_before_anything_is_written() -> None:
+    world = World()
+    first, _ = make(world)
+    first.run(0, batch(1))
+    world.outside_write({1: "no-change-data-feed"})
+    world.events.clear()
+    refusal = OutsideWriteError("no Change Data Feed for version 2")
+    protocol, _ = make(world, outside=FakeOutside(world, fail=refusal), start=False)
+    with pytest.raises(OutsideWriteError):
+        protocol.start()
+    assert "produce" not in steps(world) and "mark" not in steps(world)
+    assert OUTSIDE_WRITER not in world.txn
+
+
+def test_a_carry_is_not_committed_once_the_lease_is_lost() -> None:
+    world = World()
+    protocol, lease = make(world)
+    protocol.run(0, batch(1))
+    world.outside_write({1: "outside"})
+    log = protocol.log
+    assert isinstance(log, FakeLog)
+    log.during_produce.append(lease.lose)
+    with pytest.raises(LeaseLostError):
+        protocol.run(1, batch(2))
+    assert OUTSIDE_WRITER not in world.txn and "mark" not in steps(world)
+
+
+def test_a_job_that_writes_one_store_carries_nothing() -> None:
+    world = World()
+    protocol, _ = make(world, log=False)
+    world.outside_write({1: "outside"})
+    protocol.run(0, batch(2))
+    assert "changes" not in steps(world)

@@ -1,0 +1,130 @@
+"""Outside writes found in a table's Delta log (``ingest/outside.py`` says what they are), read from
+the commit files without a JVM: which are not carried into the log yet, for ``ingest``, ``verify``
+and ``status``.
+
+Carried means: at or below Delta's transaction version for ``OUTSIDE_WRITER`` (the newest version a
+carrying job checked). Commit files the log's cleanup removed (older than its retention, 30 days by
+default) cannot be read: a write only they held is not found (``Scan.history_from`` says where
+the log's files begin).
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from logstore_cli.catalog.epochs import commit_versions, committed_version
+from logstore_cli.errors import LogstoreError
+from logstore_cli.ingest.outside import OUTSIDE_WRITER, OutsideCommit, classify, parse_actions
+
+# What a scan has classified, by version (None: not an outside write); commits never change.
+Cache = MutableMapping[int, OutsideCommit | None]
+
+
+@dataclass(frozen=True)
+class Scan:
+    """The outside writes found after ``after``, oldest first."""
+
+    commits: tuple[OutsideCommit, ...]
+    after: int  # the scan began after this version (the carried-through version, or -1)
+    checked_through: int  # the newest version checked (``after`` when there was none)
+    history_from: int | None  # the oldest commit file the log holds (None: none)
+    unchecked: int = 0  # versions after ``after`` not read (beyond ``limit``, the oldest ones)
+
+    @property
+    def found(self) -> bool:
+        return bool(self.commits)
+
+
+def read_commit(table: Path, version: int) -> OutsideCommit | None:
+    """The outside write commit ``version`` is; None when it is not one or its file is gone."""
+    path = table / "_delta_log" / f"{version:020d}.json"
+    try:
+        with path.open("rb") as fh:
+            return classify(version, parse_actions(fh))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise LogstoreError(
+            f"cannot read Delta commit {path}: {exc}",
+            hint="check the table's _delta_log directory: its commit files are Delta's JSON",
+        ) from exc
+
+
+def carried_through(table: Path) -> int:
+    """The newest Delta version whose outside writes are carried into the log (-1: none yet)."""
+    found = committed_version(table, OUTSIDE_WRITER)
+    return -1 if found is None else found
+
+
+def scan(
+    table: Path,
+    after: int,
+    *,
+    up_to: int | None = None,
+    limit: int | None = None,
+    cache: Cache | None = None,
+    versions: list[int] | None = None,
+) -> Scan:
+    """The outside writes at versions after ``after`` (and at most ``up_to``), oldest first.
+
+    ``limit`` bounds the commit files read (the newest ones: a status of a long-lived table with
+    nothing carried yet reads no more than that); ``cache`` keeps what was read across calls;
+    ``versions`` is the log's listing when the caller has it (newest first)."""
+    listed = commit_versions(table) if versions is None else versions
+    wanted = sorted(v for v in listed if v > after and (up_to is None or v <= up_to))
+    unchecked = 0
+    if limit is not None and len(wanted) > limit:
+        unchecked = len(wanted) - limit
+        wanted = wanted[unchecked:]
+    found: list[OutsideCommit] = []
+    for version in wanted:
+        if cache is not None and version in cache:
+            commit = cache[version]
+        else:
+            commit = read_commit(table, version)
+            if cache is not None:
+                cache[version] = commit
+        if commit is not None:
+            found.append(commit)
+    return Scan(
+        tuple(found),
+        after,
+        wanted[-1] if wanted else after,
+        listed[-1] if listed else None,
+        unchecked,
+    )
+
+
+def uncarried(
+    table: Path, *, up_to: int | None = None, limit: int | None = None, cache: Cache | None = None
+) -> Scan:
+    """The outside writes not carried into the log yet."""
+    return scan(table, carried_through(table), up_to=up_to, limit=limit, cache=cache)
+
+
+@dataclass
+class Follower:
+    """The outside writes a running ingest job has not seen yet: each call reads only the commit
+    files that are new since the last one (probing the next versions, not listing the log)."""
+
+    table: Path
+    seen: int | None = None  # the newest version checked; None: not started
+
+    def new(self) -> Scan:
+        """Outside writes after the carried-through version (first call) or after the last call's
+        newest version, oldest first; ``checked_through`` is the newest version there is."""
+        if self.seen is None:
+            found = uncarried(self.table)
+        else:
+            commits: list[OutsideCommit] = []
+            version = self.seen + 1
+            while (self.table / "_delta_log" / f"{version:020d}.json").exists():
+                commit = read_commit(self.table, version)
+                if commit is not None:
+                    commits.append(commit)
+                version += 1
+            found = Scan(tuple(commits), self.seen, version - 1, None)
+        self.seen = found.checked_through
+        return found
