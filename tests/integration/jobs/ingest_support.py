@@ -9,7 +9,7 @@ import os
 import random
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -44,6 +44,8 @@ from logstore_cli.read.verify import verify_table
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from logstore_cli.ingest.epoch import CarryReport, EpochReport
+
 COLUMNS = "id BIGINT, name STRING, qty INT, price DECIMAL(10,2)"
 
 
@@ -57,6 +59,37 @@ def create_table(spark: SparkSession, warehouse: Path, ddl: str) -> None:
         )
     finally:
         topics.close()
+
+
+def ingest_once(
+    spark: SparkSession,
+    warehouse: Path,
+    table: str,
+    source: str,
+    *,
+    on_carry: Callable[[CarryReport], None] = lambda report: None,
+    **kw: Any,
+) -> list[EpochReport]:
+    """One ingest through the job API (the CLI's own build_job) in this process's Spark, to its
+    end; ``kw`` are build_job's arguments."""
+    from logstore_cli.cli.context import Context
+    from logstore_cli.cli.ingest import build_job
+    from logstore_cli.ingest import plan
+    from logstore_cli.jobs import ingest as job_api
+
+    ctx = Context(cfg.Config(warehouse=str(warehouse), kafka=cfg.KafkaConfig(timeout_s=15)))
+    defaults: dict[str, Any] = dict(
+        format=None, source_options={}, source_bootstrap=None,
+        generate=plan.GenerateSource(1000, 10, None, 0.5, 0.1), op_column=None,
+        sequence_column=None, emit=None, trigger_s=1.0, once=True, job="ingest",
+        checkpoint=None, lease_ttl_s=30.0, max_epochs=None,
+    )  # fmt: skip
+    job = build_job(ctx, table, source=source, **{**defaults, **kw})
+    reports: list[EpochReport] = []
+    lease = job_api.acquire_lease(job)
+    started = job_api.start(spark, job, lease, on_epoch=reports.append, on_carry=on_carry)
+    job_api.wait(started, stop=lambda: False)
+    return reports
 
 
 def orders_ddl(table: str, topic: str, bootstrap: str, *, partitions: int = 3, key: bool = True,

@@ -28,6 +28,7 @@ from .ingest_support import (
     create_table,
     delta_state,
     fold,
+    ingest_once,
     normalized,
     orders_ddl,
     read_log,
@@ -48,20 +49,7 @@ def create(spark: SparkSession, warehouse: Path) -> Callable[[str], None]:
 def run(
     spark: SparkSession, warehouse: Path, table: str, source: str, **kw: Any
 ) -> list[job_api.EpochReport]:
-    """One ingest through the job API (the CLI's own build_job), to its end."""
-    ctx = Context(cfg.Config(warehouse=str(warehouse), kafka=cfg.KafkaConfig(timeout_s=15)))
-    defaults: dict[str, Any] = dict(
-        format=None, source_options={}, source_bootstrap=None,
-        generate=plan.GenerateSource(1000, 10, None, 0.5, 0.1), op_column=None,
-        sequence_column=None, emit=None, trigger_s=1.0, once=True, job="ingest",
-        checkpoint=None, lease_ttl_s=30.0, max_epochs=None,
-    )  # fmt: skip
-    job = build_job(ctx, table, source=source, **{**defaults, **kw})
-    reports: list[job_api.EpochReport] = []
-    lease = job_api.acquire_lease(job)
-    started = job_api.start(spark, job, lease, on_epoch=reports.append)
-    job_api.wait(started, stop=lambda: False)
-    return reports
+    return ingest_once(spark, warehouse, table, source, **kw)
 
 
 def test_ten_thousand_changes_double_written_in_several_epochs(
