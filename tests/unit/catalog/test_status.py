@@ -251,3 +251,23 @@ def test_status_modules_load_no_kafka_client_and_no_spark() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_writes_made_outside_logstore_and_not_carried_are_listed(table: Path) -> None:
+    epoch_commit(table, "w-1", 0, "a-0", {0: 4, 1: 2, 2: 0})
+    removed = {"remove": {"path": "p.parquet", "dataChange": True}}
+    deleted = commit(table, {"operation": "DELETE"}, removed)
+    commit(table, {"operation": "SET TBLPROPERTIES"})  # no data: not listed
+    d = status(table)
+    assert d["outside"] == {
+        "uncarried": [{"version": deleted, "operation": "DELETE", "engine": None,
+                       "at": d["outside"]["uncarried"][0]["at"]}],
+        "unchecked": 0,
+    }  # fmt: skip
+    assert d["outside"]["uncarried"][0]["at"].endswith("UTC")
+
+    # Carried by an ingest (the carry's commit records delta-outside's transaction version).
+    carry = commit_metadata(EpochId("delta-outside", deleted + 1, "c-0"), {0: 5})
+    txn = {"txn": {"appId": "delta-outside", "version": deleted + 1, "lastUpdated": T0}}
+    commit(table, {"operation": "WRITE", "userMetadata": carry}, txn)
+    assert status(table)["outside"]["uncarried"] == []

@@ -107,6 +107,17 @@ class Table:
         )
         return version
 
+    def outside_commit(self, operation: str = "DELETE") -> int:
+        """A write made outside logstore: data changed, no epoch metadata."""
+        log = self.path / "_delta_log"
+        version = max(int(p.stem) for p in log.glob("*.json")) + 1
+        actions = [
+            {"commitInfo": {"timestamp": 1_764_101_585_000, "operation": operation}},
+            {"remove": {"path": "part-0.parquet", "dataChange": True}},
+        ]
+        (log / f"{version:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
+        return version
+
     def stored(self) -> StoredTable:
         return load_table(self.warehouse, "db.orders")
 
@@ -402,3 +413,59 @@ def test_markers_naming_another_attempt_than_delta_committed_are_a_protocol_note
         "protocol: markers of epoch 0 of writer w1 name attempts [a-other, a-retry], Delta "
         "committed a-retry" in d["notes"]
     ), d["notes"]
+
+
+def test_a_write_made_outside_logstore_after_the_last_epoch_makes_the_two_unequal(
+    table: Table,
+) -> None:
+    log = MemLog()
+    log.change(0, W, 1, "a")
+    version = table.commit(W, log.ends(), rows((1, "a")))
+    log.marker(W, version)
+    outside = table.outside_commit("DELETE")  # e.g. a GDPR delete in Spark SQL
+
+    d = table.verify(log).to_json()
+
+    assert not d["equal"] and d["missing"] is None  # not compared: the log cannot hold it yet
+    assert d["outside"] == [{"version": outside, "operation": "DELETE",
+                             "at": "2025-11-25 20:13:05 UTC", "engine": None}]  # fmt: skip
+    assert f"version {outside} (DELETE" in d["reason"] and "outside logstore" in d["reason"]
+    assert "logstore ingest db.orders" in d["hint"]
+
+
+def test_an_uncarried_write_before_the_last_epoch_is_named_as_the_cause_of_differences(
+    table: Table,
+) -> None:
+    log = MemLog()
+    log.change(0, W, 1, "a")
+    v0 = table.commit(W, log.ends(), rows((1, "a")))
+    log.marker(W, v0)
+    outside = table.outside_commit("UPDATE")  # committed while epoch 1 was in flight
+    log.change(0, W1, 2, "b")
+    v1 = table.commit(W1, log.ends(), rows((1, "changed"), (2, "b")))
+    log.marker(W1, v1)
+
+    d = table.verify(log).to_json()
+
+    assert not d["equal"] and d["reason"] is None and d["different"]["count"] == 1
+    assert [c["version"] for c in d["outside"]] == [outside]
+    assert any(f"version {outside} (UPDATE" in n and "never carried" in n for n in d["notes"])
+
+
+def test_a_carried_write_is_not_reported(table: Table) -> None:
+    log = MemLog()
+    log.change(0, W, 1, "a")
+    v0 = table.commit(W, log.ends(), rows((1, "a")))
+    log.marker(W, v0)
+    outside = table.outside_commit("DELETE")
+    carry = EpochId("delta-outside", outside, "a-carry")
+    log.change(0, carry, 1, kind="-D")
+    v1 = table.commit(carry, log.ends(), rows())
+    with (table.path / "_delta_log" / f"{v1:020d}.json").open("a") as fh:  # Delta's record
+        fh.write(json.dumps({"txn": {"appId": "delta-outside", "version": outside}}) + "\n")
+    log.marker(carry, v1)
+
+    result = table.verify(log)
+
+    assert result.equal, result.to_json()
+    assert result.outside == []
