@@ -8,13 +8,16 @@ written up in the design's "Decision rules in detail"; in short:
 - ``committed``: the records of an epoch ``(W, N)`` are held until its marker, then those of the
   attempt the marker names are emitted in offset order and the rest dropped.
 - ``eventual``: records are emitted at once; when an attempt turns out to have failed (a record of
-  another attempt of its epoch, a marker naming another attempt, or an item of another unresolved
-  epoch of the same writer), what it emitted is retracted, newest first (the reversed row kind).
+  another attempt of its epoch, a marker naming another attempt, or a marker of a later epoch of
+  the same writer), what it emitted is retracted, newest first (the reversed row kind).
 - ``none``: every change record is emitted at once, markers are not data.
 
 A writer's epochs are sequential (Spark runs batch ``N+1`` only after batch ``N``'s markers are
-flushed), so each writer has at most one open epoch; the highest epoch a marker resolved is kept
-per writer (``committed_through``) so that repeated markers and late records are recognised.
+flushed), so a real writer has one open epoch at a time, and a marker of epoch ``N`` fails the
+writer's open epochs below ``N``; the highest epoch a marker resolved is kept per writer
+(``committed_through``) so that repeated markers and late records are recognised. Open epochs are
+kept per writer *and* epoch: a record is no proof (anyone may produce one), so a record of another
+epoch never closes an open one; only a confirmed marker does.
 
 Markers are not trusted blindly: anyone who can write to the topic can produce one. A reader
 that can check them passes ``confirm`` (a marker -> bool, e.g. ``catalog.epochs.EpochConfirmer``,
@@ -205,7 +208,8 @@ class PartitionDecider:
         self._level: Level = check_level(level)
         self._confirm = confirm
         self._through: dict[str, int] = dict(committed_through or {})
-        self._open: dict[str, _Open] = {}  # by writer: at most one open epoch each
+        # By (writer, epoch): a real writer has one at a time; a forged record may add another.
+        self._open: dict[tuple[str, int], _Open] = {}
         self._next: int | None = None  # offsets below were processed
         self._replay_until: int | None = None  # output below this offset was delivered already
         self._resume_from: int | None = None  # a resumed decider's first offset, when it matters
@@ -235,14 +239,9 @@ class PartitionDecider:
         ):
             if self._level == "committed":
                 epoch = item.epoch
-                writer = epoch.writer
-                open_ = self._open.get(writer)
-                through = self._through.get(writer)  # _resolved(), inline
-                if (
-                    open_ is not None
-                    and open_.epoch == epoch.epoch
-                    and (through is None or epoch.epoch > through)
-                ):
+                open_ = self._open.get((epoch.writer, epoch.epoch))
+                through = self._through.get(epoch.writer)  # _resolved(), inline
+                if open_ is not None and (through is None or epoch.epoch > through):
                     self._next = offset + 1
                     self.stats.records += 1
                     open_.records.append((offset, item))
@@ -296,13 +295,12 @@ class PartitionDecider:
         if self._level == "none":
             return [Emission(offset, record.kind, record)]
         retract: list[tuple[int, ChangeRecord]] = []
-        open_ = self._open.get(epoch.writer)
-        if open_ is not None and open_.epoch != epoch.epoch:
-            del self._open[epoch.writer]
-            retract += self._fail(open_)  # the writer moved on: that epoch's attempt failed
-            open_ = None
+        ref = (epoch.writer, epoch.epoch)
+        open_ = self._open.get(ref)
         if open_ is None:
-            open_ = self._open[epoch.writer] = _Open(epoch.epoch)
+            # A record of another epoch of the writer does not close its open one: a record
+            # proves nothing (a forged one would drop a real epoch); the next marker decides.
+            open_ = self._open[ref] = _Open(epoch.epoch)
         if self._level == "committed":
             open_.records.append((offset, record))
             return []
@@ -323,18 +321,20 @@ class PartitionDecider:
             # Forged, or another table's: it must neither release records nor close (or skip) a
             # real writer's epochs. Its attempt's records stay held (committed) or standing.
             self.stats.unconfirmed_markers += 1
-            open_ = self._open.get(epoch.writer)
-            if open_ is not None and open_.epoch == epoch.epoch:
+            open_ = self._open.get((epoch.writer, epoch.epoch))
+            if open_ is not None:
                 self.stats.unconfirmed_records += sum(
                     1 for _, r in open_.records if r.epoch.attempt == epoch.attempt
                 )
             return []
         self._through[epoch.writer] = epoch.epoch
-        open_ = self._open.pop(epoch.writer, None)
+        # The writer's open epochs below this one can no longer commit: they failed.
+        failed: list[tuple[int, ChangeRecord]] = []
+        for ref in [r for r in self._open if r[0] == epoch.writer and r[1] < epoch.epoch]:
+            failed += self._fail(self._open.pop(ref))
+        open_ = self._open.pop((epoch.writer, epoch.epoch), None)
         if open_ is None:
-            return []  # the committed attempt wrote nothing to this partition
-        if open_.epoch != epoch.epoch:
-            return _retractions(self._fail(open_))  # ditto, and the open epoch failed
+            return _retractions(failed)  # the committed attempt wrote nothing to this partition
         attempt = epoch.attempt
         if self._level == "committed":
             out = [_emission(Emission, (o, r.kind, r)) for o, r in open_.records
@@ -345,9 +345,10 @@ class PartitionDecider:
         standing = open_.standing()
         if standing and standing[-1][1].epoch.attempt != epoch.attempt:
             # The committed attempt was retracted (a later attempt followed it): put it back.
-            return [*_retractions(standing), *(Emission(o, r.kind, r) for o, r in ours)]
+            failed += standing
+            return [*_retractions(failed), *(Emission(o, r.kind, r) for o, r in ours)]
         kept = {o for o, _ in standing}
-        return [Emission(o, r.kind, r) for o, r in ours if o not in kept]
+        return [*_retractions(failed), *(Emission(o, r.kind, r) for o, r in ours if o not in kept)]
 
     def _fail(self, open_: _Open) -> list[tuple[int, ChangeRecord]]:
         """An epoch closed that can no longer commit: what ``eventual`` must retract of it."""
@@ -370,9 +371,9 @@ class PartitionDecider:
         return dict(self._through)
 
     def pending(self) -> list[PendingEpoch]:
-        """The open epochs, oldest first (at most one per writer)."""
+        """The open epochs, oldest first."""
         result = []
-        for writer, open_ in self._open.items():
+        for (writer, _), open_ in self._open.items():
             attempts = tuple(dict.fromkeys(r.epoch.attempt for _, r in open_.records))
             first, last = open_.records[0][0], open_.records[-1][0]
             result.append(
@@ -433,7 +434,7 @@ class PartitionDecider:
                         for offset, record in open_.records
                     ],
                 }
-                for writer, open_ in self._open.items()
+                for (writer, _), open_ in self._open.items()
             ],
             "stats": asdict(self.stats),
         }
@@ -456,12 +457,13 @@ class PartitionDecider:
         for i, entry in enumerate(opens):
             open_ = _restore_open(entry, f"state.open[{i}]", decider._next)
             writer = open_.records[0][1].epoch.writer
-            if writer in decider._open or decider._resolved(open_.records[0][1].epoch):
+            ref = (writer, open_.epoch)
+            if ref in decider._open or decider._resolved(open_.records[0][1].epoch):
                 raise DeciderStateError(
                     f"state.open[{i}]: writer {writer!r} epoch {open_.epoch} is open twice or "
                     "already resolved"
                 )
-            decider._open[writer] = open_
+            decider._open[ref] = open_
         decider.stats = _restore_stats(obj.get("stats"))
         return decider
 

@@ -172,9 +172,10 @@ def test_eventual_keeps_a_dead_writers_epoch_standing_until_that_writer_retries_
     ]
 
 
-def test_a_writers_epochs_are_sequential_so_its_next_epoch_fails_the_open_one() -> None:
+def test_a_writers_epochs_are_sequential_so_a_later_epochs_marker_fails_the_open_one() -> None:
     # Epoch 5's marker never reached this partition (not possible when the writer follows §6.2:
-    # batch 6 runs after batch 5's markers are flushed). Epoch 5 can no longer commit.
+    # batch 6 runs after batch 5's markers are flushed). Epoch 5 can no longer commit once epoch
+    # 6's marker is there; a record of epoch 6 alone proves nothing (see the forged-record test).
     items = offsets(
         rec("+I", 1, "x", n=5),
         rec("+U", 2, "y", n=5),
@@ -189,14 +190,38 @@ def test_a_writers_epochs_are_sequential_so_its_next_epoch_fails_the_open_one() 
     assert steps(eventual, items) == [
         [(100, "+I")],
         [(102, "+U")],
-        [(102, "-U"), (100, "-D"), (104, "+I")],
-        [],
+        [(104, "+I")],
+        [(102, "-U"), (100, "-D")],
         [],
     ]
     # A marker of a later epoch fails the open one just the same.
     items = offsets(rec("+I", 1, "x", n=5), mark(n=6))
     assert steps(PartitionDecider("committed"), items) == [[], []]
     assert steps(PartitionDecider("eventual"), items) == [[(100, "+I")], [(100, "-D")]]
+
+
+def test_a_forged_record_of_another_epoch_does_not_close_a_real_writers_open_epoch() -> None:
+    # Anyone may produce a record naming writer w1 at some epoch: it must not make w1's real
+    # epoch 5, whose marker is on its way, look failed (its records would be dropped).
+    items = offsets(
+        rec("+I", 1, "real", n=5),
+        rec("+I", 9, "forged", n=8, a="a-forged"),
+        rec("+U", 2, "real", n=5),
+        mark(n=5),
+    )
+    committed = PartitionDecider("committed")
+    assert steps(committed, items) == [[], [], [], [(100, "+I"), (104, "+U")]]
+    assert committed.stats.dropped == 0
+    (held,) = committed.pending()  # the forged epoch stays held, reported, never released
+    assert (held.writer, held.epoch, held.records) == ("w1", 8, 1)
+    eventual = PartitionDecider("eventual")
+    assert steps(eventual, items) == [[(100, "+I")], [(102, "+I")], [(104, "+U")], []]
+    assert eventual.stats.retracted == 0
+    # Saved and restored with both epochs open, the decider goes on the same.
+    saved = PartitionDecider("committed")
+    steps(saved, items[:3])
+    again = PartitionDecider.restore(json.loads(json.dumps(saved.state())))
+    assert brief(again.feed(*items[3])) == [(100, "+I"), (104, "+U")]
 
 
 def test_a_hybrid_read_skips_the_epochs_its_snapshot_holds_at_every_level() -> None:
@@ -450,6 +475,14 @@ def _set(path: Sequence[str | int], value: Any) -> dict[str, Any]:
     return state
 
 
+def _same_epoch_twice() -> dict[str, Any]:
+    """Two open entries for one writer and epoch (one writer may have several epochs open)."""
+    state = _saved()
+    state["open"][1]["writer"] = state["open"][0]["writer"]
+    state["open"][1]["epoch"] = state["open"][0]["epoch"]
+    return state
+
+
 @pytest.mark.parametrize(
     ("snapshot", "where"),
     [
@@ -467,7 +500,7 @@ def _set(path: Sequence[str | int], value: Any) -> dict[str, Any]:
         (_set(["open", 1, "records", 0, "row"], [1]), "state.open[1].records[0]"),
         (_set(["open", 1, "records", 0, "row"], {"v": {"$date": "2024-13-01"}}), "records[0].row"),
         (_set(["open", 1, "records", 0, "row"], {"v": {"$nope": 1}}), "records[0].row"),
-        (_set(["open", 1, "writer"], "w0"), "state.open[1]: writer 'w0' epoch 0 is open twice"),
+        (_same_epoch_twice(), "state.open[1]: writer 'w0' epoch 2 is open twice"),
         (_set(["stats", "records"], -0.5), "state.stats"),
     ],
 )
