@@ -45,14 +45,9 @@ from logstore_cli.errors import LogstoreError
 from logstore_cli.ingest.outside import OUTSIDE_WRITER, OutsideCommit
 from logstore_cli.logformat.wire import CommitMarker, EpochId
 
-CRASH_POINTS = (
-    "before-log",
-    "after-log",
-    "after-commit",
-    "after-markers",
-    "carry-after-log",
-    "carry-after-commit",
-)
+EPOCH_CRASH_POINTS = ("before-log", "after-log", "after-commit", "after-markers")
+CARRY_CRASH_POINTS = ("carry-after-log", "carry-after-commit")  # only with outside writes to carry
+CRASH_POINTS = EPOCH_CRASH_POINTS + CARRY_CRASH_POINTS
 
 B = TypeVar("B")
 B_contra = TypeVar("B_contra", contravariant=True)

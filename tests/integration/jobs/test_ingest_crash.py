@@ -26,7 +26,8 @@ from pyspark.sql import SparkSession
 
 from logstore_cli.catalog import epochs
 from logstore_cli.catalog.tables import load_table
-from logstore_cli.jobs.ingest import CRASH_POINTS, KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_FILE_ENV
+from logstore_cli.ingest.epoch import EPOCH_CRASH_POINTS as CRASH_POINTS
+from logstore_cli.jobs.ingest import KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_FILE_ENV
 from logstore_cli.logformat.wire import decode
 
 from .ingest_support import (

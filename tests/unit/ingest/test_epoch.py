@@ -24,7 +24,9 @@ from hypothesis import strategies as st
 from logstore_cli.catalog.lease import LeaseLostError
 from logstore_cli.errors import LogstoreError, OutsideWriteError
 from logstore_cli.ingest.epoch import (
+    CARRY_CRASH_POINTS,
     CRASH_POINTS,
+    EPOCH_CRASH_POINTS,
     Committed,
     EpochProtocol,
     EpochReport,
@@ -356,10 +358,7 @@ def test_a_repeated_attempt_id_is_refused() -> None:
 # -- crashes and restarts --------------------------------------------------------------------
 
 
-EPOCH_POINTS = tuple(p for p in CRASH_POINTS if not p.startswith("carry-"))
-
-
-@pytest.mark.parametrize("point", EPOCH_POINTS)
+@pytest.mark.parametrize("point", EPOCH_CRASH_POINTS)
 def test_a_crash_at_each_point_leaves_what_the_docs_say_and_a_retry_repairs_it(point: str) -> None:
     world = World()
     first, _ = make(world, crash=crash_at(point, 1))
@@ -632,7 +631,7 @@ def test_writes_made_before_a_job_starts_are_carried_at_start_up() -> None:
     assert_consistent(world)
 
 
-@pytest.mark.parametrize("point", ["carry-after-log", "carry-after-commit"])
+@pytest.mark.parametrize("point", CARRY_CRASH_POINTS)
 def test_a_crash_while_carrying_is_repaired_by_the_next_start(point: str) -> None:
     world = World()
     first, _ = make(world)
