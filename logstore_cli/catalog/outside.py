@@ -107,16 +107,25 @@ def uncarried(
 @dataclass
 class Follower:
     """The outside writes a running ingest job has not seen yet: each call reads only the commit
-    files that are new since the last one (probing the next versions, not listing the log)."""
+    files that are new since the last one (probing the next versions, not listing the log).
+
+    ``known`` is a version through which an earlier run of the job found every outside write
+    carried (kept in its checkpoint): the first call starts after it, or after the carried-through
+    version if that is newer, instead of reading the whole log again."""
 
     table: Path
     seen: int | None = None  # the newest version checked; None: not started
+    known: int | None = None
 
     def new(self) -> Scan:
         """Outside writes after the carried-through version (first call) or after the last call's
         newest version, oldest first; ``checked_through`` is the newest version there is."""
         if self.seen is None:
-            found = uncarried(self.table)
+            after = carried_through(self.table)
+            versions = commit_versions(self.table)
+            if self.known is not None and versions and self.known <= versions[0]:
+                after = max(after, self.known)  # a known point past the newest version is stale
+            found = scan(self.table, after, versions=versions)
         else:
             commits: list[OutsideCommit] = []
             version = self.seen + 1

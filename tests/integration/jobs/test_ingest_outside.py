@@ -82,6 +82,9 @@ def test_outside_writes_are_named_then_carried_into_the_log(
     path = load_table(warehouse, TABLE).ref.path
     write_files(tmp_path / "in", [changes(300, keys=40, seed=3)])
     ingest_once(spark, warehouse, TABLE, str(tmp_path / "in"))  # in this process's Spark
+    # The job kept how far it found nothing to carry: its next start reads the commits after it.
+    kept = json.loads((path / "_logstore/checkpoints/ingest/logstore-outside.json").read_text())
+    assert 0 <= kept["checked_through"] < epochs.commit_versions(path)[0] and kept["table_id"]
     live = sorted(r.id for r in spark.read.format("delta").load(str(path)).collect())
     assert len(live) > 10
 

@@ -107,3 +107,16 @@ def test_a_follower_reads_only_the_commit_files_that_are_new(log: Log) -> None:
     found = follower.new()
     assert [(c.version, c.operation) for c in found.commits] == [(after, "UPDATE")]
     assert found.checked_through == after == follower.seen
+
+
+def test_a_follower_starts_after_the_point_its_job_kept_unless_that_point_is_stale(
+    log: Log,
+) -> None:
+    old = log.outside()
+    log.epoch(epoch=0)
+    known = log.epoch(epoch=1)  # an earlier run found everything up to here carried
+    new = log.outside("MERGE")
+    assert [c.version for c in Follower(log.path).new().commits] == [old, new]
+    assert [c.version for c in Follower(log.path, known=known).new().commits] == [new]
+    # A point past the newest version belongs to another table that had this path: ignored.
+    assert [c.version for c in Follower(log.path, known=new + 5).new().commits] == [old, new]
