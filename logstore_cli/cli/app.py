@@ -18,7 +18,18 @@ from typing import Annotated
 import typer
 
 from logstore_cli import __version__, interrupt
-from logstore_cli.cli import broker, ddl, ingest, read, setup, spark, status, tables, verify
+from logstore_cli.cli import (
+    broker,
+    ddl,
+    history,
+    ingest,
+    read,
+    setup,
+    spark,
+    status,
+    tables,
+    verify,
+)
 from logstore_cli.cli.output import Output, setup_logging
 from logstore_cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, DDLError, LogstoreError
 
@@ -74,6 +85,7 @@ app.command("drop-table")(tables.drop_table)
 app.command("ingest")(ingest.ingest)
 app.command("read")(read.read)
 app.command("status")(status.status)
+app.command("history")(history.history)
 app.command("verify")(verify.verify)
 
 
