@@ -19,11 +19,15 @@ import pytest
 
 from logstore_cli.catalog import epochs
 from logstore_cli.catalog.outside import carried_through
+from logstore_cli.catalog.status import table_status
 from logstore_cli.catalog.tables import load_table
 from logstore_cli.errors import OutsideWriteError
 from logstore_cli.ingest.epoch import CarryReport
 from logstore_cli.ingest.outside import OUTSIDE_WRITER
 from logstore_cli.kafka.admin import KafkaAdmin
+from logstore_cli.logformat.wire import RowSchema
+from logstore_cli.read.consumer import LogSource, SourceConf
+from logstore_cli.read.verify import VerifyResult, verify_table
 
 from .ingest_support import (
     assert_log_reads_equal_delta,
@@ -48,19 +52,6 @@ def _cli(warehouse: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess[
                       "LOGSTORE_STATE_DIR": str(tmp / "state")},
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
-
-
-def _ingest(
-    warehouse: Path, tmp: Path, source: Path, *extra: str
-) -> subprocess.CompletedProcess[str]:
-    source.mkdir(parents=True, exist_ok=True)
-    return _cli(warehouse, tmp, "ingest", TABLE, "--source", str(source), "--format", "json",
-                "--once", "--json", *extra)  # fmt: skip
-
-
-def _events(out: str, kind: str) -> list[dict[str, Any]]:
-    found = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return [e for e in found if e.get("event") == kind]
 
 
 def _json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -105,33 +96,38 @@ def test_outside_writes_are_named_then_carried_into_the_log(
     status = _json(_cli(warehouse, tmp_path, "status", TABLE, "--json"))
     assert [c["version"] for c in status["outside"]["uncarried"]] == sorted(versions)
 
-    # The next ingest (the CLI), with nothing new to ingest, carries both before its first epoch.
-    carried = _ingest(warehouse, tmp_path, tmp_path / "in")
-    assert carried.returncode == 0, carried.stderr[-3000:]
-    (event,) = _events(carried.stdout, "carried")
-    assert [c["version"] for c in event["commits"]] == sorted(versions)
-    assert event["log_records"] == 3 + 2  # three deletes; the update's pre- and post-image
-    assert "carried 2 write(s) made outside logstore" in carried.stderr
-    assert carried_through(path) == event["epoch"] == max(versions)
+    # The next ingest, with nothing new to ingest, carries both before its first epoch.
+    reports: list[CarryReport] = []
+    ingest_once(spark, warehouse, TABLE, str(tmp_path / "in"), on_carry=reports.append)
+    (report,) = reports
+    assert [c.version for c in report.commits] == sorted(versions)
+    assert report.log_records == 3 + 2  # three deletes; the update's pre- and post-image
+    assert carried_through(path) == report.through == max(versions)
     table = load_table(warehouse, TABLE).spec
     check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
     assert_log_reads_equal_delta(warehouse, TABLE)  # the deletes reached log readers
-    status = _json(_cli(warehouse, tmp_path, "status", TABLE, "--json"))
-    assert status["outside"]["uncarried"] == []
-    assert OUTSIDE_WRITER in [w["writer"] for w in status["writers"]]
+    after = table_status(load_table(warehouse, TABLE).ref, None)
+    assert after.outside == () and OUTSIDE_WRITER in [w.writer for w in after.writers]
 
     # An overwrite that leaves one key twice: carried too, and verify says the table broke its key.
     spark.createDataFrame(
         [(1, "a", 1, None), (1, "b", 2, None), (2, "c", 3, None)],
         "id BIGINT, name STRING, qty INT, price DECIMAL(10,2)",
     ).write.format("delta").mode("overwrite").save(str(path))
-    reports: list[CarryReport] = []
+    reports.clear()
     ingest_once(spark, warehouse, TABLE, str(tmp_path / "in"), on_carry=reports.append)
     assert [[c.operation for c in r.commits] for r in reports] == [["WRITE"]]
-    verified = _cli(warehouse, tmp_path, "verify", TABLE, "--json")
-    result = _json(verified)
-    assert verified.returncode == 1 and result["outside"] == [], verified.stdout
-    assert any("more than once" in note for note in result["notes"]), result["notes"]
+    result = _verify(warehouse)
+    assert not result.equal and result.outside == [], result.to_json()
+    assert any("more than once" in note for note in result.notes), result.notes
+
+
+def _verify(warehouse: Path) -> VerifyResult:
+    stored = load_table(warehouse, TABLE)
+    assert stored.spec.log_store is not None
+    conf = SourceConf(stored.spec.log_store.address, {}, stored.spec.log_store.topic, 15.0)
+    with LogSource(conf, RowSchema.of(stored.spec)) as source:
+        return verify_table(stored, source)
 
 
 def test_a_write_without_change_data_stops_ingest_until_skipped(
@@ -167,6 +163,6 @@ def test_a_write_without_change_data_stops_ingest_until_skipped(
     assert [c.version for c in report.skipped] == [deleted]
     assert report.log_records == 6
     # What was skipped is not hidden: verify shows the two deleted rows still in the log.
-    result = _json(_cli(warehouse, tmp_path, "verify", TABLE, "--json"))
-    assert result["outside"] == [] and not result["equal"]
-    assert result["extra"]["count"] == 2, result
+    result = _verify(warehouse)
+    assert result.outside == [] and not result.equal
+    assert result.diff is not None and result.diff.extra.count == 2, result.to_json()
