@@ -29,7 +29,12 @@ from logstore_cli.catalog.lease import local_time
 from logstore_cli.catalog.outside import carried_through
 from logstore_cli.catalog.watch import commit_rows
 from logstore_cli.errors import LogstoreError
-from logstore_cli.ingest.outside import OUTSIDE_WRITER, classify, parse_actions
+from logstore_cli.ingest.outside import (
+    OUTSIDE_WRITER,
+    classify,
+    commit_timestamp_ms,
+    parse_actions,
+)
 from logstore_cli.logformat.errors import WireFormatError
 from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
 
@@ -90,11 +95,6 @@ class History:
         }
 
 
-def _stamp(info: Mapping[str, Any]) -> int | None:
-    ts = info.get("inCommitTimestamp", info.get("timestamp"))
-    return ts if isinstance(ts, int) and not isinstance(ts, bool) else None
-
-
 def describe_commit(version: int, actions: Iterable[Mapping[str, Any]], carried: int) -> Commit:
     """What commit ``version`` was, from its actions; ``carried`` is the carried-through version."""
     listed = list(actions)
@@ -103,7 +103,7 @@ def describe_commit(version: int, actions: Iterable[Mapping[str, Any]], carried:
     )
     operation = info.get("operation") if isinstance(info.get("operation"), str) else None
     engine = info.get("engineInfo") if isinstance(info.get("engineInfo"), str) else None
-    stamp, rows = _stamp(info), commit_rows(info)
+    stamp, rows = commit_timestamp_ms(info), commit_rows(info)
 
     def commit(kind: Kind, **extra: Any) -> Commit:
         return Commit(version, kind, operation, stamp, engine, rows=rows, **extra)

@@ -98,7 +98,8 @@ def is_epoch_commit(info: Mapping[str, Any]) -> bool:
         return False  # someone else's metadata that merely mentions "logstore"
 
 
-def _stamp(info: Mapping[str, Any]) -> int | None:
+def commit_timestamp_ms(info: Mapping[str, Any]) -> int | None:
+    """A ``commitInfo``'s time: its in-commit timestamp when the table has them, else its own."""
     ts = info.get("inCommitTimestamp", info.get("timestamp"))
     return ts if isinstance(ts, int) and not isinstance(ts, bool) else None
 
@@ -127,7 +128,7 @@ def classify(version: int, actions: Iterable[Mapping[str, Any]]) -> OutsideCommi
     return OutsideCommit(
         version,
         operation if isinstance(operation, str) else None,
-        _stamp(info),
+        commit_timestamp_ms(info),
         engine if isinstance(engine, str) else None,
     )
 
