@@ -749,7 +749,9 @@ class DeltaOutsideWrites:
         gone = touched.join(now.select(*keys), on=self.keys, how="left_anti")
         gone = gone.select(
             *[
-                F.col(_name(c)) if c in self.keys else F.lit(None).cast(now.schema[c].dataType)
+                F.col(_name(c))
+                if c in self.keys
+                else F.lit(None).cast(now.schema[c].dataType).alias(c)
                 for c in self.columns
             ]
         )

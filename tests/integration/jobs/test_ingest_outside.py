@@ -30,6 +30,7 @@ from logstore_cli.read.consumer import LogSource, SourceConf
 from logstore_cli.read.verify import VerifyResult, verify_table
 
 from .ingest_support import (
+    Change,
     assert_log_reads_equal_delta,
     changes,
     check_protocol,
@@ -166,3 +167,40 @@ def test_a_write_without_change_data_stops_ingest_until_skipped(
     result = _verify(warehouse)
     assert result.outside == [] and not result.equal
     assert result.diff is not None and result.diff.extra.count == 2, result.to_json()
+
+
+def test_a_write_found_behind_an_epoch_is_carried_with_the_keys_current_images(
+    spark: Any, tmp_path: Path, kafka_bootstrap: str, topic_name: str, monkeypatch: Any
+) -> None:
+    """An outside UPDATE of key 1 and DELETE of key 2, then an epoch (in the log) that updates key
+    1 again, by a job
+    that did not see the write (it landed after its check, or came before carrying existed). The
+    carry's feed rows alone would put the older value last in the log; the carry ends with key 1's
+    current image, so the log still folds to the table."""
+    from logstore_cli.jobs import ingest as job_api
+
+    warehouse = tmp_path / "wh"
+    create_table(spark, warehouse, orders_ddl(TABLE, topic_name, kafka_bootstrap))
+    path = load_table(warehouse, TABLE).ref.path
+    row = {"id": 1, "name": "first", "qty": 1, "price": "1.00"}
+    write_files(tmp_path / "in", [[Change("+I", row), Change("+I", {**row, "id": 2})]])
+    ingest_once(spark, warehouse, TABLE, str(tmp_path / "in"))
+    spark.sql(f"UPDATE delta.`{path}` SET name = 'outside' WHERE id = 1")
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 2")
+    outside = epochs.commit_versions(path)[:2][::-1]
+
+    with monkeypatch.context() as patched:  # a job that does not see the write
+        patched.setattr(job_api.DeltaOutsideWrites, "pending", lambda self: None)
+        write_files(tmp_path / "in", [[Change("+U", {**row, "name": "epoch"})]], start=1)
+        ingest_once(spark, warehouse, TABLE, str(tmp_path / "in"))
+    assert epochs.latest_epoch_commit(path).version > outside[1]  # type: ignore[union-attr]
+
+    reports: list[CarryReport] = []
+    ingest_once(spark, warehouse, TABLE, str(tmp_path / "in"), on_carry=reports.append)
+    (report,) = reports
+    assert [c.version for c in report.commits] == outside
+    table = load_table(warehouse, TABLE).spec
+    check_protocol(table, path, read_log(kafka_bootstrap, topic_name))  # folds to Delta
+    assert_log_reads_equal_delta(warehouse, TABLE)
+    # The update's two images and the delete, then keys 1 and 2 as the table has them (+U, -D).
+    assert report.log_records == 2 + 1 + 2
