@@ -119,8 +119,20 @@ class LazyGroup(TyperGroup):
             self.listing = False
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
+        if getattr(self, "rich_markup_mode", None) != "rich":  # Click's plain help: cheap already
+            with self._listing():
+                super().format_help(ctx, formatter)
+            return
+        from logstore_cli.cli.group_help import print_group_help
+
         with self._listing():
-            super().format_help(ctx, formatter)
+            shown = [self.commands[name] for name in self.list_commands(ctx)]
+        print_group_help(self, ctx, [(c.name or "", c.help or "") for c in shown if not c.hidden])
+
+    def typer_help(self, ctx: Any) -> None:
+        """The help as Typer's own renderer draws it (what ``format_help`` must look like)."""
+        with self._listing():
+            super().format_help(ctx, ctx.make_formatter())
 
     def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
         # Completing the command name lists names and helps; completing a command's arguments

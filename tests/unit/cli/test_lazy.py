@@ -5,6 +5,10 @@ what a command receives or how a bad value is reported."""
 from __future__ import annotations
 
 import inspect
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -65,6 +69,36 @@ def test_a_command_is_loaded_on_lookup_once_and_not_for_a_listing() -> None:
     assert root.get_command(ctx, spec.name) is first
     assert loads == [spec.name]
     assert not root.listing
+
+
+# Renders the root's help with our renderer and with Typer's, in a fresh interpreter (Typer reads
+# the width and colour variables when its renderer is imported).
+_BOTH_HELPS = """
+import contextlib, io, json, typer
+from logstore_cli.cli.app import app
+root = typer.main.get_command(app)
+def render(draw):
+    ctx = root.make_context("logstore", ["-v"])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        draw(ctx)
+    return out.getvalue()
+print(json.dumps([render(lambda ctx: root.format_help(ctx, ctx.make_formatter())), render(root.typer_help)]))
+"""
+
+
+@pytest.mark.parametrize("colour", [False, True], ids=["plain", "colour"])
+def test_the_root_help_looks_as_typer_draws_it(colour: bool) -> None:
+    """Our root --help (no typer.rich_utils) is Typer's, character for character, colours too."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "PY_COLORS", "NO_COLOR")}
+    env |= {"TERMINAL_WIDTH": "100", **({"FORCE_COLOR": "1"} if colour else {})}
+    proc = subprocess.run(
+        [sys.executable, "-c", _BOTH_HELPS], env=env, capture_output=True, text=True, check=True
+    )
+    ours, typers = json.loads(proc.stdout)
+    assert "validate" in ours and "Show tracebacks" in ours
+    assert ("\x1b[" in ours) is colour
+    assert ours == typers
 
 
 def test_an_unknown_command_is_still_a_usage_error_with_a_suggestion() -> None:

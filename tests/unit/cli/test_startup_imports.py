@@ -59,7 +59,7 @@ ONE_TABLE = str(Path(__file__).parents[2] / "fixtures" / "ddl" / "paimon_kafka_f
 
 # command id: (argv after 'logstore', extra env, allowed logstore_cli modules, allowed libraries)
 CASES: dict[str, tuple[list[str], dict[str, str], frozenset[str], frozenset[str]]] = {
-    "--help": (["--help"], {}, BASE, frozenset()),
+    "--help": (["--help"], {}, BASE | {"cli.group_help"}, frozenset()),
     "--version": (["--version"], {}, BASE, frozenset()),
     "validate": (
         ["validate", ONE_TABLE],
