@@ -24,8 +24,9 @@ from tests.deltalog import write_table
 BASE = frozenset({"__main__", "interrupt", "errors", "cli", "cli.app", "cli.lazy", "cli.output"})
 # A command with options: its flags from the config's declarations.
 OPTIONS = frozenset({"cli.options", "config", "model"})
-# The configuration and the broker a table without an address resolves to ('logstore broker start').
-CONTEXT = frozenset({"cli.context", "names", "paths", "processes", "kafka", "kafka.local_broker"})
+# The configuration, and the address of the local broker ("logstore broker start") a table without
+# one of its own resolves to, read from its state files (not local_broker: no JVM launcher).
+CONTEXT = frozenset({"cli.context", "names", "paths", "kafka", "kafka.local_state"})
 # The property registry and log-store resolution, without the DDL parser (and without sqlglot).
 PROPERTIES = frozenset({"ddl", "ddl.options", "ddl.registry", "ddl.properties"})
 PARSER = frozenset(
