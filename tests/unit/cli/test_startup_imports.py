@@ -22,8 +22,9 @@ from tests.deltalog import write_table
 # What every command loads: the entry point (signal handler first), the app and its lazy command
 # registry, the error edge and its output.
 BASE = frozenset({"__main__", "interrupt", "errors", "cli", "cli.app", "cli.lazy", "cli.output"})
-# A command with options: its flags from the config's declarations.
-OPTIONS = frozenset({"cli.options", "config", "model"})
+# A command with options: its flags from the config's declarations; and what the root's callback
+# sets up before any command runs (log records to stderr).
+OPTIONS = frozenset({"cli.options", "config", "model", "cli.logs"})
 # The configuration, and the address of the local broker ("logstore broker start") a table without
 # one of its own resolves to, read from its state files (not local_broker: no JVM launcher).
 CONTEXT = frozenset({"cli.context", "names", "paths", "kafka", "kafka.local_state"})
