@@ -176,6 +176,14 @@ class _PlainFirst:
         return self._typer.coerce(value, param=param, ctx=ctx)
 
 
+def _checks(info: Any) -> bool:
+    """Whether Typer's coercion does more than convert: a custom parser, a range (which a default
+    is held to as well); such a parameter keeps Typer's coercion for every value."""
+    return any(
+        getattr(info, k, None) not in (None, False) for k in ("parser", "min", "max", "clamp")
+    )
+
+
 def _coerce_plain_values_directly(command: Any, ctx: Any, *, recurse: bool = True) -> None:
     """Give ``command``'s parameters (and its subcommands') the ``_PlainFirst`` coercion; a Typer
     without runtime coercion objects (before 0.29: Click's types, no pydantic) is left alone.
@@ -184,7 +192,8 @@ def _coerce_plain_values_directly(command: Any, ctx: Any, *, recurse: bool = Tru
     its names come from the root's context settings, which every context inherits.
     """
     for param in command.get_params(ctx):
-        if hasattr(param, "type_descriptor") and getattr(param, "_runtime_param", 0) is None:
+        typer_coerces = getattr(param, "_runtime_param", 0) is None  # and has not been given ours
+        if typer_coerces and not _checks(param.type_descriptor.parameter_info):
             param._runtime_param = _PlainFirst(param)
     for sub in getattr(command, "commands", {}).values() if recurse else ():
         _coerce_plain_values_directly(sub, ctx)

@@ -138,6 +138,10 @@ def test_a_value_of_another_type_is_still_coerced_and_checked(tmp_path: Path) ->
     bad = runner.invoke(app_module.app, ["status", "db.t", "--interval", "abc"])
     assert bad.exit_code == 2
     assert "Invalid value for '--interval'" in bad.output
+    # a range is Typer's to check, for a given value as for a default
+    out_of_range = runner.invoke(app_module.app, ["verify", "db.t", "--examples", "5000"])
+    assert out_of_range.exit_code == 2
+    assert "less than or equal to 1000" in out_of_range.output
     config = tmp_path / "c.toml"
     config.write_text(f'warehouse = "{tmp_path}"\n')
     listed = runner.invoke(app_module.app, ["list", "--config", str(config), "--json"])
