@@ -192,8 +192,13 @@ def _coerce_plain_values_directly(command: Any, ctx: Any, *, recurse: bool = Tru
     its names come from the root's context settings, which every context inherits.
     """
     for param in command.get_params(ctx):
-        typer_coerces = getattr(param, "_runtime_param", 0) is None  # and has not been given ours
-        if typer_coerces and not _checks(param.type_descriptor.parameter_info):
+        # Typer's lazily built coercion, not built yet (nor ours given): the attributes of 0.29
+        typer_coerces = getattr(param, "_runtime_param", 0) is None
+        if (
+            typer_coerces
+            and hasattr(param, "type_descriptor")
+            and not _checks(param.type_descriptor.parameter_info)
+        ):
             param._runtime_param = _PlainFirst(param)
     for sub in getattr(command, "commands", {}).values() if recurse else ():
         _coerce_plain_values_directly(sub, ctx)
