@@ -2,10 +2,12 @@
 
 ``main`` runs the app and owns every way it can end: domain errors (``LogstoreError``) become one
 clear message and the documented exit code, usage errors are Typer's, Ctrl-C is ``interrupted`` and
-130, anything else an internal error; a traceback is shown only with ``--verbose``. Commands are registered by name (``COMMANDS``)
-and their modules imported only when they run (``lazy.LazyGroup``): ``logstore --help`` imports no
-command module, ``logstore validate`` only ``cli/ddl.py``; inside a command module, heavy imports
-(pyspark, confluent_kafka, deltalake) wait inside the functions that need them.
+130, anything else an internal error; a traceback is shown only with ``--verbose``.
+
+Commands are registered by name (``COMMANDS``) and their modules imported only when they run
+(``lazy.LazyGroup``): ``logstore --help`` imports no command module, ``logstore validate`` only
+``cli/ddl.py``; inside a command module, heavy imports (pyspark, confluent_kafka, deltalake) wait
+inside the functions that need them.
 """
 
 from __future__ import annotations
