@@ -22,9 +22,9 @@ Stdlib only, so that commands that start no Spark can use it too.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
@@ -122,7 +122,11 @@ class Signals:
             deferring.say(deferring.message_for(signum))
             return
         if deferring is not None and deferring.quiet_second:
-            logging.disable(logging.CRITICAL)  # py4j and PySpark log the calls this cuts short
+            # py4j and PySpark log the calls this cuts short. Never imported here (a signal
+            # handler must not import): logging that was never loaded has logged nothing.
+            logging = sys.modules.get("logging")
+            if logging is not None:
+                logging.disable(logging.CRITICAL)
         raise KeyboardInterrupt
 
 

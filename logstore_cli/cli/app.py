@@ -2,9 +2,12 @@
 
 ``main`` runs the app and owns every way it can end: domain errors (``LogstoreError``) become one
 clear message and the documented exit code, usage errors are Typer's, Ctrl-C is ``interrupted`` and
-130, anything else an internal error; a traceback is shown only with ``--verbose``. Command modules
-are imported here but keep their heavy imports (pyspark, confluent_kafka) inside the functions that
-need them, so ``logstore --help`` starts no JVM and stays fast.
+130, anything else an internal error; a traceback is shown only with ``--verbose``.
+
+Commands are registered by name (``COMMANDS``) and their modules imported only when they run
+(``lazy.LazyGroup``): ``logstore --help`` imports no command module, ``logstore validate`` only
+``cli/ddl.py``; inside a command module, heavy imports (pyspark, confluent_kafka, deltalake) wait
+inside the functions that need them.
 """
 
 from __future__ import annotations
@@ -18,23 +21,119 @@ from typing import Annotated
 import typer
 
 from logstore_cli import __version__, interrupt
-from logstore_cli.cli import (
-    broker,
-    ddl,
-    history,
-    ingest,
-    read,
-    setup,
-    spark,
-    status,
-    tables,
-    verify,
-)
+from logstore_cli.cli.lazy import LazyCommand, LazyGroup
 from logstore_cli.cli.output import Output, setup_logging
 from logstore_cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, DDLError, LogstoreError
 
+
+def _cli(name: str, module: str, attribute: str, help: str) -> LazyCommand:
+    return LazyCommand(name, f"logstore_cli.cli.{module}", attribute, help)
+
+
+# The commands in the order --help lists them; ``help`` is that listing's line (the command's own
+# first docstring line, or its sub-app's help: tests/unit/cli/test_lazy.py holds them equal).
+COMMANDS = (
+    _cli(
+        "setup",
+        "setup",
+        "setup",
+        "Fetch the Spark (Delta, Kafka connector) and Kafka-broker jars from Maven Central into the "
+        "local cache.",
+    ),
+    _cli(
+        "validate",
+        "ddl",
+        "validate",
+        "Parse and check every CREATE TABLE in FILE; errors as FILE:LINE:COL (exit code 2).",
+    ),
+    _cli(
+        "properties",
+        "ddl",
+        "properties",
+        "List the table properties logstore understands (Amoro and Paimon vocabularies).",
+    ),
+    _cli(
+        "create-table",
+        "tables",
+        "create_table",
+        "Create the Delta table and, when the log store is on, its Kafka topic, for each CREATE "
+        "TABLE.",
+    ),
+    _cli(
+        "describe",
+        "tables",
+        "describe",
+        "Show a table: schema, key, properties (secrets redacted), Delta version, topic offsets.",
+    ),
+    _cli(
+        "list", "tables", "list_tables", "List the warehouse's tables with their log store status."
+    ),
+    _cli(
+        "alter-table",
+        "tables",
+        "alter_table",
+        "Change table properties, validated like DDL; turning the log store on creates its topic.",
+    ),
+    _cli(
+        "drop-table",
+        "tables",
+        "drop_table",
+        "Delete a table's Delta directory (and with --delete-topic its topic). Asks first.",
+    ),
+    _cli(
+        "ingest",
+        "ingest",
+        "ingest",
+        "Double-write changes into a table: exactly once into Delta, epoch-tagged into Kafka.",
+    ),
+    _cli(
+        "read",
+        "read",
+        "read",
+        "Read a table: its Delta snapshot or changes, or its log at a consistency level.",
+    ),
+    _cli(
+        "status",
+        "status",
+        "status",
+        "Show who writes a table and how far: lease, writers' last epochs, log tail, quarantine.",
+    ),
+    _cli(
+        "history",
+        "history",
+        "history",
+        "Show a table's Delta commits, newest first: epochs, outside writes, maintenance.",
+    ),
+    _cli(
+        "verify",
+        "verify",
+        "verify",
+        "Check that the table's committed log, folded by key, equals its Delta table.",
+    ),
+    _cli(
+        "broker",
+        "broker",
+        "app",
+        "Start, stop and inspect a local Kafka broker, or a local cluster of three (KRaft, loopback "
+        "only).",
+    ),
+    _cli(
+        "spark",
+        "spark",
+        "app",
+        "Start, stop and inspect a local Spark standalone cluster (a master and workers on "
+        "loopback), to run the jobs with --master spark://….",
+    ),
+)
+
+
+class _Root(LazyGroup):
+    COMMANDS = COMMANDS
+
+
 app = typer.Typer(
     name="logstore",
+    cls=_Root,
     help="One table that is both a Delta Lake table and a consistent Kafka changelog.",
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion
@@ -70,23 +169,6 @@ def _root(
     global _verbose
     _verbose = verbose
     setup_logging(verbose=verbose)
-
-
-app.add_typer(broker.app, name="broker")
-app.add_typer(spark.app, name="spark")
-app.command("setup")(setup.setup)
-app.command("validate")(ddl.validate)
-app.command("properties")(ddl.properties)
-app.command("create-table")(tables.create_table)
-app.command("describe")(tables.describe)
-app.command("list")(tables.list_tables)
-app.command("alter-table")(tables.alter_table)
-app.command("drop-table")(tables.drop_table)
-app.command("ingest")(ingest.ingest)
-app.command("read")(read.read)
-app.command("status")(status.status)
-app.command("history")(history.history)
-app.command("verify")(verify.verify)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -35,12 +35,12 @@ class Context:
         command that needs Kafka fails as unreachable, naming that address)."""
         if self.config.kafka.bootstrap_servers:
             return self.config.kafka.bootstrap_servers
-        from logstore_cli.kafka import local_broker
+        from logstore_cli.kafka import local_state
         from logstore_cli.paths import state_home
 
         home = state_home()
         # a cluster: every node's address
-        return local_broker.local_bootstrap(home) or local_broker.last_local_bootstrap(home)
+        return local_state.local_bootstrap(home) or local_state.last_local_bootstrap(home)
 
     def load_table(self, name: str) -> StoredTable:
         """The table ``name`` of the warehouse, its model rebuilt from its Delta metadata."""

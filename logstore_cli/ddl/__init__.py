@@ -3,22 +3,23 @@
 Stages, each in its own module: ``source`` (text, positions, invisible characters and typographic quotes) → ``lexer``
 (sqlglot's Spark tokenizer, wrapped) → ``parser`` (statements, CREATE TABLE grammar) → ``build``
 (names, keys, columns) with ``properties`` (registry-driven property checks and log-store
-resolution, also usable without DDL). No I/O: callers pass the text in.
+resolution, also usable without DDL); ``document`` runs them over one text. No I/O: callers pass
+the text in.
+
+The parsing entry points load on first use (``__getattr__``): a command that needs only the
+property registry or ``resolve_log_store`` (``list``, ``describe``, ``properties``) does not pay for
+importing sqlglot, which costs more than importing Typer and Rich together.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from logstore_cli.ddl.build import build_table
-from logstore_cli.ddl.lexer import Kind, Token, tokenize
 from logstore_cli.ddl.options import BOOTSTRAP_SERVERS_ENV, ParseOptions
-from logstore_cli.ddl.parser import parse_statements
-from logstore_cli.ddl.source import Issue, Source, Span, clean
-from logstore_cli.errors import DDLError, Diagnostic
-from logstore_cli.model import TableSpec, is_secret_key, is_secret_value
-from logstore_cli.names import DEFAULT_DATABASE
+from logstore_cli.errors import DDLError
+
+if TYPE_CHECKING:
+    from logstore_cli.ddl.document import ParseResult, parse_ddl, parse_document
 
 __all__ = [
     "BOOTSTRAP_SERVERS_ENV",
@@ -28,123 +29,12 @@ __all__ = [
     "parse_ddl",
     "parse_document",
 ]
+_LAZY = frozenset({"ParseResult", "parse_ddl", "parse_document"})
 
 
-@dataclass(frozen=True)
-class ParseResult:
-    tables: tuple[TableSpec, ...]
-    diagnostics: tuple[Diagnostic, ...]  # errors and warnings, in source order
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from logstore_cli.ddl import document
 
-    @property
-    def errors(self) -> tuple[Diagnostic, ...]:
-        return tuple(d for d in self.diagnostics if d.severity == "error")
-
-    @property
-    def warnings(self) -> tuple[Diagnostic, ...]:
-        return tuple(d for d in self.diagnostics if d.severity == "warning")
-
-
-def parse_ddl(
-    text: str, filename: str = "<string>", options: ParseOptions | None = None
-) -> list[TableSpec]:
-    """Every table the CREATE TABLE statements in ``text`` declare; ``DDLError`` on any error."""
-    result = parse_document(text, filename, options)
-    if result.errors:
-        raise DDLError(result.diagnostics)
-    return list(result.tables)
-
-
-def parse_document(
-    text: str, filename: str = "<string>", options: ParseOptions | None = None
-) -> ParseResult:
-    """Parse and validate ``text``, returning the tables and all diagnostics (never raises)."""
-    options = options or ParseOptions()
-    source = Source(text, filename)
-    lexed = tokenize(clean(text))
-    tokens = lexed.tokens
-    issues: list[Issue] = []
-    if lexed.error is not None:
-        issues.append(lexed.error)
-        # The statement the error is in was cut short: parse only the complete ones before it.
-        last_semicolon = max((i for i, t in enumerate(tokens) if t.is_symbol(";")), default=-1)
-        tokens = tokens[: last_semicolon + 1]
-    mask = _secret_spans(lexed.tokens, text, lexed.error)
-    nodes, parse_issues = parse_statements(tokens, {s.start for s in mask})
-    issues += parse_issues
-
-    tables: list[TableSpec] = []
-    seen: dict[str, int] = {}
-    for node in nodes:
-        table, build_issues = build_table(node, options)
-        issues += build_issues
-        # Where the table lives decides: `t` is `default.t`, and a catalog is no part of the path.
-        parts = [n.text for n in node.name]
-        database = parts[-2] if len(parts) >= 2 else DEFAULT_DATABASE
-        name = f"{database}.{parts[-1]}".lower()
-        if name in seen:
-            line = source.line_col(seen[name])[0]
-            issues.append(
-                Issue(f"table {name} is declared twice (first on line {line})", node.name[0].span)
-            )
-        seen.setdefault(name, node.span.start)
-        if table is not None:
-            tables.append(table)
-    if not nodes and not any(i.severity == "error" for i in issues):
-        issues.append(Issue("no CREATE TABLE statement found", None))
-
-    issues.sort(key=lambda i: i.span.start if i.span else len(text) + 1)
-    diagnostics = tuple(source.diagnostic(i, mask) for i in issues)
-    if any(d.severity == "error" for d in diagnostics):
-        return ParseResult((), diagnostics)
-    return ParseResult(tuple(tables), diagnostics)
-
-
-_HINT_STRING = re.compile(r"'([^']*)'|\"([^\"]*)\"")
-_VALUE_KINDS = (Kind.STRING, Kind.NUMBER, Kind.WORD, Kind.IDENT)
-
-
-def _secret_spans(tokens: list[Token], text: str, error: Issue | None) -> list[Span]:
-    """Where secret values stand in the text, so that source excerpts can star them out.
-
-    A value is secret when its key is (``'sasl.jaas.config' = '…'``, also unquoted dotted keys and
-    Spark's ``'k' 'v'`` without ``=``) or when it looks like a credential itself. Works on tokens,
-    not on the parse, so that statements with syntax errors are covered too.
-    """
-    spans: list[Span] = []
-    n = len(tokens)
-    for j, tok in enumerate(tokens):
-        kind = tok.kind
-        if kind is Kind.SYMBOL:
-            if tok.text == "=" and is_secret_key(_key_before(tokens, j)):
-                if j + 1 < n and tokens[j + 1].kind in _VALUE_KINDS:
-                    spans.append(tokens[j + 1].span)
-                elif j + 1 == n and error is not None and error.span is not None:
-                    # The value is where tokenizing failed (an unclosed quote): hide the rest.
-                    spans.append(Span(error.span.start, len(text)))
-        elif kind is Kind.STRING:
-            if is_secret_value(tok.text):
-                spans.append(tok.span)
-            elif j + 1 < n and tokens[j + 1].kind is Kind.STRING and is_secret_key(tok.text):
-                spans.append(tokens[j + 1].span)
-        elif kind is Kind.HINT:  # hints are not parsed; hide one that names a secret
-            strings = [a or b for a, b in _HINT_STRING.findall(tok.text)]
-            if any(is_secret_key(s) or is_secret_value(s) for s in strings):
-                spans.append(tok.span)
-    return spans
-
-
-def _key_before(tokens: list[Token], j: int) -> str:
-    """The property key ending just before token ``j``: a string, or a dotted name."""
-    i = j - 1
-    if i < 0:
-        return ""
-    if tokens[i].kind is Kind.STRING:
-        return tokens[i].text
-    parts: list[str] = []
-    while i >= 0 and tokens[i].kind in (Kind.WORD, Kind.IDENT):
-        parts.append(tokens[i].text)
-        if i >= 2 and tokens[i - 1].is_symbol("."):
-            i -= 2
-        else:
-            break
-    return ".".join(reversed(parts))
+        return getattr(document, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

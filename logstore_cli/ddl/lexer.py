@@ -48,7 +48,9 @@ class Token(NamedTuple):
         return Span(self.start, self.end)
 
     def is_word(self, *words: str) -> bool:
-        return self.kind is Kind.WORD and self.upper in words
+        # ``upper`` is set for words only ("" otherwise, and no keyword is ""): called for most
+        # tokens of a file, so no test of ``kind`` (an enum's attribute, slow to look up).
+        return self.upper in words
 
     def is_symbol(self, symbol: str) -> bool:
         return self.text == symbol and self.kind is Kind.SYMBOL
@@ -60,7 +62,13 @@ class LexResult:
     error: Issue | None  # tokens stop before it: the text after it was not read
 
 
-_STRINGS = {TokenType.STRING, TokenType.RAW_STRING, TokenType.NATIONAL_STRING}
+# Token types by identity (an Enum's hash is a Python-level call: ~70k tokens in a large file).
+_STRING, _RAW_STRING, _NATIONAL_STRING = (
+    TokenType.STRING,
+    TokenType.RAW_STRING,
+    TokenType.NATIONAL_STRING,
+)
+_IDENTIFIER, _NUMBER, _HINT = TokenType.IDENTIFIER, TokenType.NUMBER, TokenType.HINT
 _WORD = re.compile(r"\w+")
 _SPACE_OR_COMMENT = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.DOTALL)
 
@@ -90,6 +98,7 @@ def _convert(text: str, raw: list[SqlglotToken]) -> list[Token]:
     out: list[Token] = []
     append = out.append
     word, string, symbol = Kind.WORD, Kind.STRING, Kind.SYMBOL
+    ident, number, hint = Kind.IDENT, Kind.NUMBER, Kind.HINT
     last_end = 0
     for tok in raw:
         start, end = tok.start, tok.end + 1
@@ -101,14 +110,14 @@ def _convert(text: str, raw: list[SqlglotToken]) -> list[Token]:
             continue
         last_end = end
         tt = tok.token_type
-        if tt in _STRINGS:
+        if tt is _STRING or tt is _RAW_STRING or tt is _NATIONAL_STRING:
             append(Token(string, tok.text, start, end, ""))
-        elif tt is TokenType.IDENTIFIER:
-            append(Token(Kind.IDENT, tok.text, start, end, ""))
-        elif tt is TokenType.NUMBER:
-            append(Token(Kind.NUMBER, text[start:end], start, end, ""))
-        elif tt is TokenType.HINT:
-            append(Token(Kind.HINT, text[start:end], start, end, ""))
+        elif tt is _IDENTIFIER:
+            append(Token(ident, tok.text, start, end, ""))
+        elif tt is _NUMBER:
+            append(Token(number, text[start:end], start, end, ""))
+        elif tt is _HINT:
+            append(Token(hint, text[start:end], start, end, ""))
         else:
             src = tok.text  # for single words, exactly the source text
             if src.isidentifier() or _WORD.fullmatch(src):

@@ -99,10 +99,11 @@ class _StatementParser:
         return self.tokens[j] if j < self.end else self.eof
 
     def advance(self) -> Token:
-        tok = self.peek()
-        if self.i < self.end:
-            self.i += 1
-        return tok
+        i = self.i  # peek() inlined: called for every token of a file
+        if i < self.end:
+            self.i = i + 1
+            return self.tokens[i]
+        return self.eof
 
     @property
     def prev_end(self) -> int:

@@ -227,11 +227,11 @@ def _default_bootstrap(config: cfg.Config) -> str | None:
     it, ``cli.context.Context.default_bootstrap``)."""
     if config.kafka.bootstrap_servers:
         return config.kafka.bootstrap_servers
-    from logstore_cli.kafka import local_broker
+    from logstore_cli.kafka import local_state
     from logstore_cli.paths import state_home
 
     home = state_home()
-    return local_broker.local_bootstrap(home) or local_broker.last_local_bootstrap(home)
+    return local_state.local_bootstrap(home) or local_state.last_local_bootstrap(home)
 
 
 def resolve(options: Mapping[str, str]) -> ReadSpec:

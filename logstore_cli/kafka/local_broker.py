@@ -41,7 +41,35 @@ from typing import Any
 
 from logstore_cli import processes
 from logstore_cli.errors import BrokerError, InvalidInputError, SetupError, StateDirError
-from logstore_cli.paths import check_state_dir, state_subdir
+
+# What a start records, and reading it back: local_state.py, re-exported (this module's API).
+from logstore_cli.kafka.local_state import (
+    _CLUSTER_FILE,
+    _HOST,
+    _LAYOUT_FILE,
+    _MAIN_CLASS,
+    _NODE_PREFIX,
+    _NODE_STATE,
+    _STATE_FILE,
+    _running_nodes,
+)
+from logstore_cli.kafka.local_state import MIN_CLUSTER_NODES as MIN_CLUSTER_NODES
+from logstore_cli.kafka.local_state import BrokerInfo as BrokerInfo
+from logstore_cli.kafka.local_state import ClusterLayout as ClusterLayout
+from logstore_cli.kafka.local_state import ClusterState as ClusterState
+from logstore_cli.kafka.local_state import NodeInfo as NodeInfo
+from logstore_cli.kafka.local_state import NodePorts as NodePorts
+from logstore_cli.kafka.local_state import broker_dir as broker_dir
+from logstore_cli.kafka.local_state import is_running as is_running
+from logstore_cli.kafka.local_state import last_local_bootstrap as last_local_bootstrap
+from logstore_cli.kafka.local_state import local_bootstrap as local_bootstrap
+from logstore_cli.kafka.local_state import node_dir as node_dir
+from logstore_cli.kafka.local_state import node_is_running as node_is_running
+from logstore_cli.kafka.local_state import read_cluster as read_cluster
+from logstore_cli.kafka.local_state import read_layout as read_layout
+from logstore_cli.kafka.local_state import read_node_state as read_node_state
+from logstore_cli.kafka.local_state import read_state as read_state
+from logstore_cli.paths import state_subdir
 from logstore_cli.processes import free_ports as _free_ports
 from logstore_cli.processes import port_is_free
 from logstore_cli.processes import tail as _tail
@@ -50,41 +78,11 @@ from logstore_cli.processes import wait_gone as _wait_gone
 
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
-_STATE_FILE = "broker.json"
-_CLUSTER_FILE = "cluster.json"
 _DATA_DIR = "data"
 _LOG_FILE = "broker.log"
 _META = "meta.properties"
-_MAIN_CLASS = "kafka.Kafka"
 SASL_LISTENER = "SASL_PLAINTEXT"
 _PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-_HOST = "127.0.0.1"
-
-
-@dataclass(frozen=True)
-class BrokerInfo:
-    pid: int
-    bootstrap: str
-    controller: str
-    log_file: str
-    data_dir: str
-    config_file: str
-    started_at: float
-    # The SASL_PLAINTEXT (PLAIN) client listener, when started with ``sasl_plain_users``.
-    sasl_bootstrap: str | None = None
-    cluster_id: str | None = None
-    # True when this start kept the data (topics, records) of an earlier one.
-    reused_data: bool = False
-
-
-@dataclass(frozen=True)
-class ClusterState:
-    """What a restart keeps besides the data: the cluster id and the ports clients were given."""
-
-    cluster_id: str
-    port: int
-    controller_port: int
-    sasl_port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -94,66 +92,6 @@ class Stopped:
     pid: int
     bootstrap: str
     forced: bool
-
-
-def broker_dir(state_dir: Path) -> Path:
-    return state_dir / "broker"
-
-
-def read_state(state_dir: Path) -> BrokerInfo | None:
-    """The broker ``start`` recorded as launched (it may have died since); None when none was."""
-    path = broker_dir(state_dir) / _STATE_FILE
-    data = _read_json(state_dir, path)
-    if data is None:
-        return None
-    try:
-        return BrokerInfo(**data)
-    except TypeError as exc:
-        raise _unreadable(path, exc, "stop any stray broker by hand, then delete it") from exc
-
-
-def read_cluster(state_dir: Path) -> ClusterState | None:
-    """The cluster id and ports of the last successful start; None before the first one."""
-    path = broker_dir(state_dir) / _CLUSTER_FILE
-    data = _read_json(state_dir, path)
-    if data is None:
-        return None
-    try:
-        return ClusterState(**data)
-    except TypeError as exc:
-        hint = "delete it (the data is kept; the broker gets new ports), or start with --fresh"
-        raise _unreadable(path, exc, hint) from exc
-
-
-def _read_json(state_dir: Path, path: Path) -> dict[str, Any] | None:
-    check_state_dir(state_dir)
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        return None
-    except PermissionError as exc:
-        raise StateDirError(
-            f"cannot read {path}: permission denied",
-            hint="run logstore as the user who started the broker, or set LOGSTORE_STATE_DIR",
-        ) from exc
-    except ValueError as exc:
-        raise _unreadable(path, exc, "delete it") from exc
-    if not isinstance(data, dict):
-        raise _unreadable(path, ValueError("not a JSON object"), "delete it")
-    return data
-
-
-def _unreadable(path: Path, exc: Exception, fix: str) -> BrokerError:
-    return BrokerError(f"the broker state file {path} is unreadable: {exc}", hint=f"{fix}: {path}")
-
-
-def is_running(info: BrokerInfo) -> bool:
-    """True when ``info.pid`` is alive and still our broker (pids get reused)."""
-    try:
-        cmdline = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return _MAIN_CLASS.encode() in cmdline and info.config_file.encode() in cmdline
 
 
 def java_executable() -> str:
@@ -483,8 +421,8 @@ def _wipe(root: Path) -> None:
     """``--fresh``: delete the data and the recorded ports of either layout, inside ``root`` only."""
     _remove(root / _DATA_DIR)
     (root / _CLUSTER_FILE).unlink(missing_ok=True)
-    for node_dir in sorted(root.glob(f"{_NODE_PREFIX}*")):
-        _remove(node_dir)
+    for path in sorted(root.glob(f"{_NODE_PREFIX}*")):
+        _remove(path)
     (root / _LAYOUT_FILE).unlink(missing_ok=True)
 
 
@@ -594,57 +532,10 @@ def _null_logger() -> logging.Logger:
 # A local cluster of several nodes (``start_cluster``). Its layout in ``<state_dir>/broker``:
 #   nodes.json   the cluster id and every node's ports, kept after ``stop`` (like cluster.json)
 #   node-<id>/   one node: data/, server.properties, node.log (+ node.log.1), node.json (running)
-_LAYOUT_FILE = "nodes.json"
-_NODE_PREFIX = "node-"
-_NODE_STATE = "node.json"
 _NODE_LOG = "node.log"
-MIN_CLUSTER_NODES = 3
 MAX_CLUSTER_NODES = 9
 CLUSTER_REPLICATION = 3
 CLUSTER_MIN_ISR = 2
-
-
-@dataclass(frozen=True)
-class NodePorts:
-    node_id: int
-    port: int
-    controller_port: int
-
-
-@dataclass(frozen=True)
-class ClusterLayout:
-    """What a restart keeps besides the data: the cluster id and every node's ports."""
-
-    cluster_id: str
-    nodes: tuple[NodePorts, ...]
-
-    @property
-    def bootstrap(self) -> str:
-        """Every node's client address: clients reach the cluster while any one node is up."""
-        return ",".join(f"{_HOST}:{n.port}" for n in self.nodes)
-
-    def node(self, node_id: int) -> NodePorts:
-        for node in self.nodes:
-            if node.node_id == node_id:
-                return node
-        ids = ", ".join(str(n.node_id) for n in self.nodes)
-        raise InvalidInputError(
-            f"the local cluster has no node {node_id}", hint=f"its nodes are {ids}"
-        )
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """One running node, as ``start_cluster``/``start_node`` launched it (``node.json``)."""
-
-    node_id: int
-    pid: int
-    bootstrap: str  # this node's client address
-    controller: str
-    log_file: str
-    data_dir: str
-    config_file: str
-    started_at: float
 
 
 @dataclass(frozen=True)
@@ -681,29 +572,6 @@ class Health:
     offline: int  # partitions without a leader
 
 
-def node_dir(state_dir: Path, node_id: int) -> Path:
-    return broker_dir(state_dir) / f"{_NODE_PREFIX}{node_id}"
-
-
-def read_layout(state_dir: Path) -> ClusterLayout | None:
-    """The recorded cluster (``nodes.json``); None when ``state_dir`` holds no cluster."""
-    path = broker_dir(state_dir) / _LAYOUT_FILE
-    data = _read_json(state_dir, path)
-    if data is None:
-        return None
-    try:
-        nodes = tuple(NodePorts(**n) for n in data["nodes"])
-        layout = ClusterLayout(str(data["cluster_id"]), nodes)
-        if len(nodes) < MIN_CLUSTER_NODES or not all(
-            isinstance(v, int) for n in nodes for v in asdict(n).values()
-        ):
-            raise ValueError("nodes: at least three, each with integer node_id and ports")
-    except (KeyError, TypeError, ValueError) as exc:
-        hint = "stop any stray node by hand, then delete it, or start with --fresh"
-        raise _unreadable(path, exc, hint) from exc
-    return layout
-
-
 def recorded_nodes(state_dir: Path) -> int | None:
     """How many nodes the kept data of ``state_dir`` belongs to; None when it holds none."""
     layout = read_layout(state_dir)
@@ -713,27 +581,6 @@ def recorded_nodes(state_dir: Path) -> int | None:
     if single or (broker_dir(state_dir) / _DATA_DIR / _META).exists():
         return 1
     return None
-
-
-def read_node_state(state_dir: Path, node_id: int) -> NodeInfo | None:
-    """The node ``node_id`` as launched (it may have died since); None when none was."""
-    path = node_dir(state_dir, node_id) / _NODE_STATE
-    data = _read_json(state_dir, path)
-    if data is None:
-        return None
-    try:
-        return NodeInfo(**data)
-    except TypeError as exc:
-        raise _unreadable(path, exc, "stop any stray node by hand, then delete it") from exc
-
-
-def node_is_running(info: NodeInfo) -> bool:
-    """True when ``info.pid`` is alive and still that node (pids get reused)."""
-    try:
-        cmdline = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return _MAIN_CLASS.encode() in cmdline and info.config_file.encode() in cmdline
 
 
 def node_properties(node: NodePorts, nodes: Sequence[NodePorts], data_dir: Path) -> str:
@@ -769,30 +616,6 @@ def node_properties(node: NodePorts, nodes: Sequence[NodePorts], data_dir: Path)
         }
     )
     return _properties_text(props)
-
-
-def _running_nodes(state_dir: Path, layout: ClusterLayout | None) -> dict[int, NodeInfo]:
-    """The recorded nodes that run; records of nodes that died are cleared."""
-    running: dict[int, NodeInfo] = {}
-    ids = [n.node_id for n in layout.nodes] if layout else _node_dir_ids(state_dir)
-    for node_id in ids:
-        info = read_node_state(state_dir, node_id)
-        if info is None:
-            continue
-        if node_is_running(info):
-            running[node_id] = info
-        else:
-            (node_dir(state_dir, node_id) / _NODE_STATE).unlink(missing_ok=True)
-    return running
-
-
-def _node_dir_ids(state_dir: Path) -> list[int]:
-    ids = []
-    for path in broker_dir(state_dir).glob(f"{_NODE_PREFIX}*"):
-        suffix = path.name.removeprefix(_NODE_PREFIX)
-        if suffix.isdigit():
-            ids.append(int(suffix))
-    return sorted(ids)
 
 
 def _refuse_running_nodes(state_dir: Path) -> None:
@@ -1031,43 +854,6 @@ def cluster_status(state_dir: Path) -> tuple[NodeStatus, ...] | None:
             )
         )
     return tuple(out)
-
-
-def local_bootstrap(state_dir: Path) -> str | None:
-    """The address of what ``logstore broker start`` runs in ``state_dir``: every node of a
-    cluster of which any node runs, else the single broker when it runs; None otherwise."""
-    layout = read_layout(state_dir)
-    if layout is not None:
-        return layout.bootstrap if _running_nodes(state_dir, layout) else None
-    info = read_state(state_dir)
-    return info.bootstrap if info and is_running(info) else None
-
-
-def last_local_bootstrap(state_dir: Path) -> str | None:
-    """The address ``logstore broker start`` gave clients last in ``state_dir``, running or not;
-    None before the first start.
-
-    The ports are kept after ``stop`` and reused by the next start, so a table created against the
-    local broker (its address not stored with it) still resolves while the broker is stopped: its
-    Delta-only commands work, and a client that needs Kafka says which address it tried. Of a
-    single broker and a cluster both recorded, the one started last.
-    """
-    root = broker_dir(state_dir)
-    found: list[tuple[float, str]] = []
-    layout = read_layout(state_dir)
-    if layout is not None:
-        found.append((_mtime(root / _LAYOUT_FILE), layout.bootstrap))
-    cluster = read_cluster(state_dir)
-    if cluster is not None:
-        found.append((_mtime(root / _CLUSTER_FILE), f"{_HOST}:{cluster.port}"))
-    return max(found)[1] if found else None
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 def cluster_health(bootstrap: str, *, timeout_s: float) -> Health | None:

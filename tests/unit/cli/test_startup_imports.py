@@ -1,0 +1,186 @@
+"""A command imports only what it runs (issue 20): the package's own modules each command loads are
+within its allow-list below, and no command here loads a heavy library it does not use.
+
+Each command runs in a fresh interpreter through the console script's entry point
+(``logstore_cli.__main__.main``), so modules other tests have already loaded hide nothing. The lists
+are what the command needs, read by a reviewer: a module that is added to a command's imports
+without being in its list fails here, and the fix is either a lazier import or a list entry that
+says why the command needs it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.deltalog import write_table
+
+# What every command loads: the entry point (signal handler first), the app and its lazy command
+# registry, the error edge and its output.
+BASE = frozenset({"__main__", "interrupt", "errors", "cli", "cli.app", "cli.lazy", "cli.output"})
+# A command with options: its flags from the config's declarations; and what the root's callback
+# sets up before any command runs (log records to stderr).
+OPTIONS = frozenset({"cli.options", "config", "model", "cli.logs"})
+# The configuration, and the address of the local broker ("logstore broker start") a table without
+# one of its own resolves to, read from its state files (not local_broker: no JVM launcher).
+CONTEXT = frozenset({"cli.context", "names", "paths", "kafka", "kafka.local_state"})
+# The property registry and log-store resolution, without the DDL parser (and without sqlglot).
+PROPERTIES = frozenset({"ddl", "ddl.options", "ddl.registry", "ddl.properties"})
+PARSER = frozenset(
+    {"ddl.document", "ddl.source", "ddl.lexer", "ddl.parser", "ddl.syntax", "ddl.types"}
+    | {"ddl.build"}
+)
+# A stored table: the warehouse layout, its Delta metadata (delta-rs) and the model rebuilt from it.
+CATALOG = frozenset(
+    {"cli.tables", "catalog", "catalog.warehouse", "catalog.tables", "catalog.schema"}
+    | {"kafka.types"}
+)
+# What 'status' adds: lease, the epochs Delta records (their wire metadata), the job's paths.
+STATUS = frozenset(
+    {"cli.status", "catalog.status", "catalog.lease", "catalog.epochs", "ingest", "ingest.plan"}
+    | {"catalog.outside", "ingest.outside"}  # writes made outside logstore, not carried yet
+    | {"logformat", "logformat.errors", "logformat.partitioner", "logformat.values"}
+    | {"logformat.wire"}
+)
+HISTORY = frozenset(
+    {"cli.history", "catalog", "catalog.warehouse", "catalog.history", "catalog.epochs"}
+    | {"catalog.lease", "catalog.outside", "ingest", "ingest.outside", "ingest.plan"}
+    | {"logformat", "logformat.errors", "logformat.partitioner", "logformat.values"}
+    | {"logformat.wire", "names"}
+)
+# Libraries no command here may load: the JVM side, the Kafka client, and pydantic (Typer's
+# coercion of values that are already text; see cli/lazy.py).
+NEVER = frozenset({"pyspark", "py4j", "delta", "confluent_kafka", "pydantic"})
+# Libraries some commands below need and the others must not load.
+HEAVY_ELSEWHERE = frozenset({"sqlglot", "deltalake", "pyarrow"})
+
+TABLE = "shop.orders"
+DDL = (
+    f"CREATE TABLE {TABLE} (id BIGINT NOT NULL, PRIMARY KEY (id) NOT ENFORCED) "
+    "WITH ('log.system' = 'kafka', 'kafka.topic' = 'orders', "
+    "'kafka.bootstrap.servers' = '127.0.0.1:9')"
+)
+ONE_TABLE = str(Path(__file__).parents[2] / "fixtures" / "ddl" / "paimon_kafka_filled.sql")
+
+# command id: (argv after 'logstore', extra env, allowed logstore_cli modules, allowed libraries)
+CASES: dict[str, tuple[list[str], dict[str, str], frozenset[str], frozenset[str]]] = {
+    "--help": (["--help"], {}, BASE | {"cli.group_help"}, frozenset()),
+    "--version": (["--version"], {}, BASE, frozenset()),
+    "validate": (
+        ["validate", ONE_TABLE],
+        {},
+        BASE | OPTIONS | {"cli.ddl"} | CONTEXT | PROPERTIES | PARSER,
+        frozenset({"sqlglot"}),
+    ),
+    "validate --help": (["validate", "--help"], {}, BASE | OPTIONS | {"cli.ddl"}, frozenset()),
+    "properties": (["properties"], {}, BASE | OPTIONS | {"cli.ddl"} | PROPERTIES, frozenset()),
+    "list": (
+        ["list"],
+        {},
+        BASE | OPTIONS | CONTEXT | PROPERTIES | CATALOG,
+        frozenset({"deltalake"}),
+    ),
+    "describe": (
+        ["describe", TABLE, "--no-topic"],
+        {},
+        BASE | OPTIONS | CONTEXT | PROPERTIES | CATALOG,
+        frozenset({"deltalake"}),
+    ),
+    "status": (
+        ["status", TABLE, "--no-topic"],
+        {},
+        BASE | OPTIONS | CONTEXT | PROPERTIES | CATALOG | STATUS,
+        frozenset({"deltalake"}),
+    ),
+    "history": (
+        ["history", TABLE],
+        {},
+        BASE | OPTIONS | CONTEXT | HISTORY,
+        frozenset({"deltalake"}),
+    ),
+    "complete a command name": (
+        [],
+        {"_LOGSTORE_COMPLETE": "complete_bash", "COMP_WORDS": "logstore des", "COMP_CWORD": "1"},
+        BASE,
+        frozenset(),
+    ),
+    "complete a table name": (
+        [],
+        {
+            "_LOGSTORE_COMPLETE": "complete_bash",
+            "COMP_WORDS": "logstore describe sh",
+            "COMP_CWORD": "2",
+        },
+        BASE | OPTIONS | {"cli.context", "cli.tables", "names", "catalog", "catalog.warehouse"},
+        frozenset(),
+    ),
+}
+
+# Runs the console script's main() and prints its exit code, the start of its output, and the
+# package's modules and the top-level libraries it loaded.
+_PROBE = """
+import contextlib, io, sys
+from logstore_cli.__main__ import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+print(code)
+print(out.getvalue().strip().splitlines()[0] if out.getvalue().strip() else "")
+print(" ".join(sorted(m.removeprefix("logstore_cli.") for m in sys.modules if m.startswith("logstore_cli."))))
+print(" ".join(sorted({m.split(".")[0] for m in sys.modules})))
+"""
+
+
+def _probe(
+    args: list[str], env: dict[str, str], warehouse: Path
+) -> tuple[int, str, set[str], set[str]]:
+    environ = {
+        **os.environ,
+        "LOGSTORE_WAREHOUSE": str(warehouse),
+        "LOGSTORE_STATE_DIR": str(warehouse.parent / "state"),
+        **env,
+    }
+    environ.pop("LOGSTORE_CONFIG", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        env=environ, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    code, first, ours, libraries = proc.stdout.split("\n")[:4]
+    return int(code), first, set(ours.split()), set(libraries.split())
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("startup") / "warehouse"
+    write_table(root, DDL)
+    return root
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_command_imports_only_what_it_runs(case: str, warehouse: Path) -> None:
+    args, env, allowed, libraries = CASES[case]
+    code, first, ours, loaded = _probe(args, env, warehouse)
+    assert code == 0, f"{case} failed"
+    assert first, f"{case} printed nothing"  # it ran: the list below is of a real run
+    extra = sorted(ours - allowed)
+    assert not extra, f"{case} imports {extra}, not in its allow-list"
+    heavy = sorted(loaded & (NEVER | (HEAVY_ELSEWHERE - libraries)))
+    assert not heavy, f"{case} loads {heavy}"
+
+
+def test_the_probe_sees_what_a_command_imports(warehouse: Path) -> None:
+    """The check is not vacuous: 'validate' does load the parser and sqlglot, 'list' delta-rs."""
+    _, _, ours, loaded = _probe(["validate", ONE_TABLE], {}, warehouse)
+    assert ours >= PARSER and "sqlglot" in loaded
+    _, first, ours, loaded = _probe(["list"], {}, warehouse)
+    assert "catalog.tables" in ours and "deltalake" in loaded
+    assert "Tables in" in first
