@@ -899,9 +899,11 @@ def protocol_for(
     if job.stores.log and job.kafka is not None and producer is not None and admin is not None:
         log = KafkaLogSink(job.table, producer, admin, job.kafka.topic, max_bytes)
     table = DeltaCommitter(job.table, job.table_path, spark) if job.stores.file else None
-    outside = DeltaOutsideWrites(
-        spark, job.table, job.table_path, job.skip_outside_through, job.checkpoint
-    )
+    outside = None  # carried only by a job that writes both stores
+    if log is not None and table is not None:
+        outside = DeltaOutsideWrites(
+            spark, job.table, job.table_path, job.skip_outside_through, job.checkpoint
+        )
     return EpochProtocol(
         writer,
         log=log,
