@@ -1,7 +1,8 @@
 """Crash tests: ``logstore ingest`` killed with SIGKILL (it and its JVM, as a machine failure would)
-at each crash point of an epoch and at random times, then restarted until it finishes.
+at each crash point of an epoch in turn and then at random times, each restart recovering from the
+kill before it, then run until it finishes: one job, one table, one set-up.
 
-After each: the Delta table equals the source folded by key; no (writer, epoch) is committed
+At the end: the Delta table equals the source folded by key; no (writer, epoch) is committed
 twice; every marker names the committed attempt; the committed log read folds to the Delta table,
 and so do ``logstore read``'s committed and eventual reads (the consumer engine); ``verify`` finds
 the log equal to Delta.
@@ -18,14 +19,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
 from logstore_cli.catalog import epochs
 from logstore_cli.catalog.tables import load_table
-from logstore_cli.jobs.ingest import CRASH_POINTS, KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_FILE_ENV
+from logstore_cli.ingest.epoch import CRASH_POINTS
+from logstore_cli.jobs.ingest import KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_FILE_ENV
 from logstore_cli.logformat.wire import ChangeRecord, CommitMarker, decode
 from tests import jobrun
 
@@ -44,9 +45,10 @@ from .ingest_support import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.crash]
 
-FILES, PER_FILE = 3, 250
+PER_FILE = 250  # changes per source file: one file per epoch (maxFilesPerTrigger=1)
 KILLED = -signal.SIGKILL
-SEED_ENV = "LOGSTORE_TEST_CRASH_SEED"  # replays the random test's choices
+SEED_ENV = "LOGSTORE_TEST_CRASH_SEED"  # replays the random kills' choices
+RANDOM_FILES = 6  # epochs after the crash-point ones, for the random kills
 
 
 def _ingest(
@@ -80,8 +82,8 @@ def _check(
 @pytest.fixture
 def setup(
     spark: SparkSession, tmp_path: Path, kafka_bootstrap: str, topic_name: str
-) -> Callable[[int], tuple[Path, Path, dict[int, dict[str, object]]]]:
-    def make(seed: int, files: int = FILES) -> tuple[Path, Path, dict[int, dict[str, object]]]:
+) -> Callable[[int, int], tuple[Path, Path, dict[int, dict[str, object]]]]:
+    def make(seed: int, files: int) -> tuple[Path, Path, dict[int, dict[str, object]]]:
         warehouse = tmp_path / "warehouse"
         create_table(
             spark, warehouse, orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=3)
@@ -104,21 +106,83 @@ def _epoch_changes(bootstrap: str, topic: str) -> dict[int, dict[str, int]]:
     return found
 
 
-def test_killed_at_each_crash_point_in_turn_then_restarted(
-    setup: Callable[..., tuple[Path, Path, dict[int, dict[str, object]]]], tmp_path: Path,
+def _kill_at_random_times(
+    rnd: random.Random, seed: int, warehouse: Path, source: Path, tmp: Path, last_epoch: int
+) -> list[str]:
+    """Three runs, each SIGKILLed a random time after a random epoch not committed yet passed its
+    before-log pause (that epoch is then running); a kill counts as landed inside it when the run
+    never reported that epoch done. Returns where the kills landed."""
+    path = warehouse / "shop" / "orders"
+    # How long an epoch runs after before-log (produce, commit, markers): 1 s until measured on
+    # the reported epochs; the kill comes within 80% of it, so most kills land inside the epoch.
+    rests = [1.0]
+    landed: list[str] = []
+    for run in range(3):
+        # An epoch Delta has not committed yet: a committed one is only re-published (no pause).
+        committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
+        started_with = committed
+        held = min(max(committed, default=-1) + 1 + rnd.randrange(2), last_epoch)
+        if held in committed:
+            break  # every epoch committed: nothing left to kill inside
+        pause = tmp / f"pause-{run}"
+        env = {PAUSE_AT_ENV: f"before-log:{held}", PAUSE_FILE_ENV: str(pause)}
+        with jobrun.killed_on_error(_ingest(warehouse, source, tmp, env)) as proc:
+            jobrun.wait_paused(proc, pause)
+            delay = rnd.uniform(0.0, 0.8 * sum(rests) / len(rests))
+            pause.unlink()  # epoch `held` runs on; the kill lands a random moment later
+            try:
+                proc.wait(timeout=delay)
+                killed = False
+            except subprocess.TimeoutExpired:
+                jobrun.kill(proc)
+                killed = True
+            code, out, err = jobrun.finish(proc)
+        reported = {e["epoch"]: e for e in jobrun.epoch_events(out)}
+        assert code == (KILLED if killed else 0), f"seed {seed}, run {run}:\n{err[-3000:]}"
+        committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
+        # the reports are read right: each epoch this run reported is in Delta, and at most the
+        # one in flight at the kill is in Delta unreported
+        ran = committed - started_with
+        done = {e for e, r in reported.items() if not r["republished"]}
+        assert done <= ran and len(ran - done) <= killed, (
+            f"{SEED_ENV}={seed}, run {run}: {sorted(done)} reported, {sorted(ran)} committed"
+        )
+        if killed and held not in reported:
+            phase = "after" if held in committed else "before"
+            landed.append(f"run {run}: epoch {held}, {delay:.2f}s in, {phase} its Delta commit")
+        measured = [e["phases"] for e in reported.values() if not e["republished"]]
+        if measured:
+            rests = [sum(p.get(k, 0.0) for k in ("log", "delta", "markers")) for p in measured]
+    return landed
+
+
+def test_killed_at_each_crash_point_in_turn_then_at_random_times(
+    setup: Callable[[int, int], tuple[Path, Path, dict[int, dict[str, object]]]], tmp_path: Path,
     kafka_bootstrap: str, topic_name: str,
 ) -> None:  # fmt: skip
-    """One job on one table, killed at every crash point in turn: the first run dies at
-    ``CRASH_POINTS[0]`` in epoch 1, each restart recovers from the kill before and dies at the next
-    point in the next epoch, and a last restart finishes. After each kill: what Delta committed
-    (by the point), the Delta table = the committed files folded, and the protocol holds (at
-    after-commit: the epoch is committed and no marker names it yet; the restart publishes them)."""
-    # Epoch 0 commits first, epoch i + 1 dies at CRASH_POINTS[i], and the last restart has an
-    # epoch of its own after recovering from the kill at the last point.
-    files = len(CRASH_POINTS) + 2
-    seed = 0
-    warehouse, source, expected = setup(seed, files=files)
-    log = changes(files * PER_FILE, keys=120, seed=seed)  # setup's changes: one file per epoch
+    """One job on one table, killed again and again, then run to its end.
+
+    First at every crash point in turn: the first run dies at ``CRASH_POINTS[0]`` in epoch 1, each
+    restart recovers from the kill before it and dies at the next point in the next epoch. After
+    each kill: the epochs Delta committed are those the point implies, the Delta table equals the
+    committed files folded, and the protocol holds (at after-commit: the epoch is committed and no
+    marker names it yet; the restart publishes them).
+
+    Then at random times (``_kill_at_random_times``, the first run recovering from the kill at the
+    last point): at least one kill must land inside a running epoch, or that part proved nothing.
+    The seed is printed; ``LOGSTORE_TEST_CRASH_SEED=<seed>`` replays its choices (not the
+    machine's timing).
+
+    At the end (``_check``): Delta equals the source folded, the protocol holds, the reads and
+    ``verify`` equal Delta; of the crash-point epochs only the after-log one has a failed attempt
+    in the log; ``eventual`` retracted exactly the failed attempts' records."""
+    seed = int(os.environ.get(SEED_ENV, time.time_ns() % 10_000))
+    print(f"\n{SEED_ENV}={seed}")
+    rnd = random.Random(seed)
+    point_files = len(CRASH_POINTS) + 1  # epoch 0 commits first; epoch i + 1 dies at point i
+    files = point_files + RANDOM_FILES
+    warehouse, source, expected = setup(100 + seed, files)
+    log = changes(files * PER_FILE, keys=120, seed=100 + seed)  # setup's: one file per epoch
     path = warehouse / "shop" / "orders"
     table = load_table(warehouse, "shop.orders").spec
     for i, point in enumerate(CRASH_POINTS):
@@ -143,83 +207,22 @@ def test_killed_at_each_crash_point_in_turn_then_restarted(
         else:  # the restart recovered the kill before it (markers re-published, a failed attempt)
             check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
 
+    landed = _kill_at_random_times(rnd, seed, warehouse, source, tmp_path, files - 1)
+    print("kills inside a running epoch: " + ("; ".join(landed) or "none"))
+    assert landed, f"{SEED_ENV}={seed}: no kill landed inside a running epoch"
     _run_to_completion(warehouse, source, tmp_path)
 
     counts = _check(warehouse, expected, kafka_bootstrap, topic_name)
-    assert counts["epochs"] == files
+    assert counts["epochs"] == files, f"seed {seed}"
     produced = _epoch_changes(kafka_bootstrap, topic_name)
     committed_attempt = {c.epoch.epoch: c.epoch.attempt for c in epochs.epoch_commits(path)}
     failed = {e: {a: n for a, n in per.items() if a != committed_attempt[e]}
               for e, per in produced.items()}  # fmt: skip
     # Killed after producing and before committing (after-log): the failed attempt's records stay
-    # in the log (readers drop or retract them); every other epoch was produced once.
+    # in the log (readers drop or retract them); every other crash-point epoch was produced once.
     after_log = CRASH_POINTS.index("after-log") + 1
-    assert {e for e, f in failed.items() if f} == {after_log}, produced
+    assert {e for e, f in failed.items() if f and e < point_files} == {after_log}, produced
     assert len(failed[after_log]) == 1, produced
-    # eventual showed the failed attempt at once, then retracted each of its records
-    assert counts["eventual_retractions"] == sum(failed[after_log].values()), (counts, produced)
-
-
-def _reported_epochs(out: str) -> dict[int, dict[str, Any]]:
-    """The epochs a run reported done, by number."""
-    return {e["epoch"]: e for e in jobrun.epoch_events(out)}
-
-
-def test_killed_at_random_times_then_restarted(
-    setup: Callable[..., tuple[Path, Path, dict[int, dict[str, object]]]], tmp_path: Path,
-    kafka_bootstrap: str, topic_name: str,
-) -> None:  # fmt: skip
-    """Three runs, each SIGKILLed a random time after a random epoch passed its before-log pause
-    (that epoch is then running); a kill counts as landed inside it when the run never reported
-    that epoch done. At least one must land, or the test proved nothing. The seed is printed;
-    ``LOGSTORE_TEST_CRASH_SEED=<seed>`` replays its choices (not the machine's timing)."""
-    seed = int(os.environ.get(SEED_ENV, time.time_ns() % 10_000))
-    print(f"\n{SEED_ENV}={seed}")
-    rnd = random.Random(seed)
-    warehouse, source, expected = setup(100 + seed, files=6)
-    path = warehouse / "shop" / "orders"
-    # How long an epoch runs after before-log (produce, commit, markers): 1 s until measured on
-    # the reported epochs; the kill comes within 80% of it, so most kills land inside the epoch.
-    rests = [1.0]
-    landed: list[str] = []
-    for run in range(3):
-        # An epoch Delta has not committed yet: a committed one is only re-published (no pause).
-        committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
-        started_with = committed
-        held = min(max(committed, default=-1) + 1 + rnd.randrange(2), 5)
-        if held in committed:
-            break  # every epoch committed: nothing left to kill inside
-        pause = tmp_path / f"pause-{run}"
-        env = {PAUSE_AT_ENV: f"before-log:{held}", PAUSE_FILE_ENV: str(pause)}
-        with jobrun.killed_on_error(_ingest(warehouse, source, tmp_path, env)) as proc:
-            jobrun.wait_paused(proc, pause)
-            delay = rnd.uniform(0.0, 0.8 * sum(rests) / len(rests))
-            pause.unlink()  # epoch `held` runs on; the kill lands a random moment later
-            try:
-                proc.wait(timeout=delay)
-                killed = False
-            except subprocess.TimeoutExpired:
-                jobrun.kill(proc)
-                killed = True
-            code, out, err = jobrun.finish(proc)
-        reported = _reported_epochs(out)
-        assert code == (KILLED if killed else 0), f"seed {seed}, run {run}:\n{err[-3000:]}"
-        committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
-        # the reports are read right: each epoch this run reported is in Delta, and at most the
-        # one in flight at the kill is in Delta unreported
-        ran = committed - started_with
-        done = {e for e, r in reported.items() if not r["republished"]}
-        assert done <= ran and len(ran - done) <= killed, (
-            f"{SEED_ENV}={seed}, run {run}: {sorted(done)} reported, {sorted(ran)} committed"
-        )
-        if killed and held not in reported:
-            phase = "after" if held in committed else "before"
-            landed.append(f"run {run}: epoch {held}, {delay:.2f}s in, {phase} its Delta commit")
-        measured = [e["phases"] for e in reported.values() if not e["republished"]]
-        if measured:
-            rests = [sum(p.get(k, 0.0) for k in ("log", "delta", "markers")) for p in measured]
-    print("kills inside a running epoch: " + ("; ".join(landed) or "none"))
-    assert landed, f"{SEED_ENV}={seed}: no kill landed inside a running epoch"
-    _run_to_completion(warehouse, source, tmp_path)
-    counts = _check(warehouse, expected, kafka_bootstrap, topic_name)
-    assert counts["epochs"] == 6, f"seed {seed}"
+    # eventual showed each failed attempt at once, then retracted each of its records
+    retracted = sum(n for f in failed.values() for n in f.values())
+    assert counts["eventual_retractions"] == retracted, (seed, counts, produced)
