@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +33,15 @@ from confluent_kafka import KafkaException
 from pyspark.sql import SparkSession
 
 from logstore_cli.catalog import epochs
-from logstore_cli.catalog.tables import load_table
 from logstore_cli.jobs.ingest import PAUSE_AT_ENV, PAUSE_FILE_ENV
 from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.logformat.wire import ChangeRecord, decode
+from tests import jobrun
 from tests.integration.jobs.ingest_support import (
-    assert_log_reads_equal_delta,
+    assert_stores_agree,
     changes,
-    check_protocol,
     create_table,
-    delta_state,
     fold,
-    normalized,
     orders_ddl,
     read_log,
     write_files,
@@ -103,38 +98,12 @@ def setup(
 
 def _ingest(s: Setup, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """The CLI as a script runs it, in its own process group (so its JVM can be reaped)."""
-    return subprocess.Popen(
+    return jobrun.start(
         [sys.executable, "-m", "logstore_cli", "ingest", TABLE, "--source", str(s.source),
          "--once", "--source-option", "maxFilesPerTrigger=1", "--job", "orders-load",
          "--lease-ttl", "30", "--json"],
-        cwd=s.tmp, env={**os.environ, "LOGSTORE_WAREHOUSE": str(s.warehouse), **(env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        stdin=subprocess.DEVNULL,
+        cwd=s.tmp, env={"LOGSTORE_WAREHOUSE": str(s.warehouse), **(env or {})},
     )  # fmt: skip
-
-
-def _finish(proc: subprocess.Popen[str], timeout: float = INGEST_TIMEOUT_S) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of the job, its process group reaped."""
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"ingest did not finish in {timeout} s:\n{err[-3000:]}")
-    _reap_group(proc.pid)
-    return proc.returncode, out, err
-
-
-def _reap_group(pgid: int, timeout: float = 30.0) -> None:
-    """No process of the job's group may outlive it (its JVM must not write on)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.1)  # polling the group's end, with a deadline
-    pytest.fail(f"process group {pgid} still alive {timeout} s after SIGKILL")
 
 
 def _wait_for_epochs(s: Setup, proc: subprocess.Popen[str], count: int, timeout: float) -> None:
@@ -146,40 +115,10 @@ def _wait_for_epochs(s: Setup, proc: subprocess.Popen[str], count: int, timeout:
         time.sleep(0.2)  # poll interval of a condition with a deadline
 
 
-def _cli(s: Setup, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "logstore_cli", *args],
-        cwd=s.tmp, env={**os.environ, "LOGSTORE_WAREHOUSE": str(s.warehouse)},
-        capture_output=True, text=True, timeout=180, check=False, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-
-
-def _check(s: Setup, bootstrap: str) -> dict[str, int]:
+def _check(s: Setup) -> dict[str, int]:
     """Delta = the source folded; the protocol holds; the log reads (API and CLI) equal Delta;
     ``logstore verify`` exits 0."""
-    expected = {k: normalized(v) for k, v in s.expected.items()}
-    assert delta_state(s.path) == expected
-    counts = check_protocol(
-        load_table(s.warehouse, TABLE).spec, s.path, read_log(bootstrap, s.topic)
-    )
-    counts |= assert_log_reads_equal_delta(s.warehouse, TABLE)
-
-    read = _cli(s, "read", TABLE, "--mode", "log", "--consistent", "--from", "earliest",
-                "--output", "jsonl")  # fmt: skip
-    assert read.returncode == 0 and "Traceback" not in read.stderr, read.stderr
-    state: dict[int, dict[str, Any]] = {}
-    for line in read.stdout.splitlines():
-        change = json.loads(line, parse_float=Decimal)
-        key = int(change["row"]["id"])
-        if change["kind"] in ("-U", "-D"):
-            state.pop(key, None)
-        else:
-            state[key] = normalized(change["row"])
-    assert state == expected, "logstore read --mode log --consistent differs from Delta"
-
-    verify = _cli(s, "verify", TABLE)
-    assert verify.returncode == 0, verify.stdout + verify.stderr
-    return counts
+    return assert_stores_agree(s.warehouse, TABLE, s.expected, cwd=s.tmp)
 
 
 def _topic_replication(bootstrap: str, topic: str) -> int:
@@ -197,17 +136,6 @@ def _leaders(bootstrap: str, topic: str, timeout: float = 15) -> dict[int, int]:
     client = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     metadata = client.list_topics(topic, timeout=timeout)
     return {p.id: p.leader for p in metadata.topics[topic].partitions.values()}
-
-
-def _wait_paused(proc: subprocess.Popen[str], pause: Path, timeout: float = 180) -> None:
-    """Until the driver holds the epoch at the pause point (it creates the file there)."""
-    deadline = time.monotonic() + timeout
-    while not pause.exists():
-        if proc.poll() is not None:
-            _, err = proc.communicate()
-            pytest.fail(f"ingest ended (exit {proc.returncode}) before the pause:\n{err[-3000:]}")
-        assert time.monotonic() < deadline, f"the job did not reach the pause within {timeout}s"
-        time.sleep(0.1)  # poll interval of a condition with a deadline
 
 
 ONE_DOWN_KAFKA_TIMEOUT_S = 60.0
@@ -260,18 +188,16 @@ def test_one_node_killed_mid_epoch_then_restarted(
            PAUSE_AT_ENV: "before-log:1", PAUSE_FILE_ENV: str(pause)}  # fmt: skip
     proc = _ingest(s, env)
     try:
-        _wait_paused(proc, pause)
+        jobrun.wait_paused(proc, pause, 180)
         held_in = {c.epoch.epoch for c in epochs.epoch_commits(s.path)}
         kafka_cluster.stop_node(victim, kill=True)
         killed_at = time.monotonic()
         pause.unlink()  # epoch 1 goes on: its records go to a topic whose node is dead
         elected_s = _live_leaders_after(proc, survivors, s.topic, victim, killed_at)
-        code, out, err = _finish(proc)
+        code, out, err = jobrun.finish(proc)
         kafka_cluster.start_node(victim)
     except BaseException:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            _finish(proc)
+        jobrun.kill(proc)
         raise
     assert held_in == {0}, f"the kill landed with epochs {sorted(held_in)} committed, not in 1"
     assert "Traceback" not in err, err[-3000:]
@@ -280,7 +206,7 @@ def test_one_node_killed_mid_epoch_then_restarted(
     if elected_s is not None and elected_s <= ONE_DOWN_KAFKA_TIMEOUT_S - ONE_DOWN_MARGIN_S:
         outcome = f"new leaders {elected_s:.1f}s after the kill: ridden out"
         assert code == 0, f"{where}; {outcome} expected, exit {code}:\n{err[-3000:]}"
-        reports = _epoch_events(out)
+        reports = jobrun.epoch_events(out)
         assert [(e["epoch"], e["republished"]) for e in reports] == [
             (n, False) for n in range(FILES)
         ]
@@ -300,18 +226,12 @@ def test_one_node_killed_mid_epoch_then_restarted(
         failure = _messages(err)
         assert "error:" in failure and kafka_cluster.node_bootstrap(victim) in failure, failure
         kafka_cluster.wait_healthy()
-        code, _, err = _finish(_ingest(s, {"LOGSTORE_KAFKA_TIMEOUT": "60"}))  # the same job
+        code, _, err = jobrun.finish(_ingest(s, {"LOGSTORE_KAFKA_TIMEOUT": "60"}))  # the same job
         assert code == 0, err[-3000:]
     kafka_cluster.wait_healthy()
-    counts = _check(s, kafka_cluster.bootstrap)
+    counts = _check(s)
     assert counts["epochs"] == FILES, counts
     print(f"\n{where}; {outcome}; {counts}")
-
-
-def _epoch_events(out: str) -> list[dict[str, Any]]:
-    """The epochs the run reported done, in order (--json prints one line each)."""
-    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return [e for e in events if e.get("event") == "epoch"]
 
 
 def _messages(err: str) -> str:
@@ -329,12 +249,10 @@ def test_all_nodes_down_mid_ingest_fails_clearly_then_rerun_finishes(
         _wait_for_epochs(s, proc, 1, timeout=180)
         kafka_cluster.stop_all(kill=True)
         down_at = time.monotonic()
-        code, _, err = _finish(proc, timeout=ALL_DOWN_DEADLINE_S + 60)
+        code, _, err = jobrun.finish(proc, timeout=ALL_DOWN_DEADLINE_S + 60)
         failed_after_s = time.monotonic() - down_at
     except BaseException:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            _finish(proc)
+        jobrun.kill(proc)
         kafka_cluster.wait_healthy()
         raise
     try:
@@ -363,9 +281,9 @@ def test_all_nodes_down_mid_ingest_fails_clearly_then_rerun_finishes(
     assert info["bootstrap"] == kafka_cluster.bootstrap and info["reused_data"] is True
     assert [n["node_id"] for n in info["nodes"]] == [1, 2, 3]
 
-    code, _, err = _finish(_ingest(s, env))  # the same job, the same source
+    code, _, err = jobrun.finish(_ingest(s, env))  # the same job, the same source
     assert code == 0, err[-3000:]
-    counts = _check(s, kafka_cluster.bootstrap)
+    counts = _check(s)
     assert counts["epochs"] == FILES, counts
     print(f"\nfailed {failed_after_s:.1f}s after all nodes died; cluster back in {back_s:.1f}s; "
           f"{done_before} epochs before, {counts}\n{failure[-2000:]}")  # fmt: skip

@@ -9,7 +9,7 @@ import os
 import random
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -40,6 +40,7 @@ from logstore_cli.read.consumer import LogSource, SourceConf
 from logstore_cli.read.plan import OutputSpec
 from logstore_cli.read.service import ReadRequest, build_request, read_with_consumer
 from logstore_cli.read.verify import verify_table
+from tests import jobrun
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -348,4 +349,37 @@ def assert_log_reads_equal_delta(warehouse: Path, name: str) -> dict[str, int]:
             assert summary.retractions == 0, summary
             assert_offsets_once_in_order(emitted)
         counts[f"{level}_rows"], counts[f"{level}_retractions"] = len(emitted), summary.retractions
+    return counts
+
+
+def assert_stores_agree(
+    warehouse: Path, name: str, expected: Mapping[int, Mapping[str, Any]], *, cwd: Path,
+    engines: Iterable[Sequence[str]] = ((),),
+) -> dict[str, int]:  # fmt: skip
+    """After a job that faults hit: the Delta table equals ``expected`` (the source folded by key);
+    the protocol holds; the log reads (the API's, and ``logstore read --mode log --consistent``
+    with each of ``engines``' options) equal Delta; ``logstore verify`` exits 0. Returns the
+    counts of ``check_protocol`` and ``assert_log_reads_equal_delta``."""
+    stored = load_table(warehouse, name)
+    assert stored.spec.log_store is not None
+    log = stored.spec.log_store
+    want = {k: normalized(v) for k, v in expected.items()}
+    assert delta_state(stored.ref.path) == want
+    counts = check_protocol(stored.spec, stored.ref.path, read_log(log.address, log.topic))
+    counts |= assert_log_reads_equal_delta(warehouse, name)
+    for engine in engines:
+        read = jobrun.cli(cwd, warehouse, "read", name, "--mode", "log", "--consistent",
+                          "--from", "earliest", "--output", "jsonl", *engine)  # fmt: skip
+        assert read.returncode == 0 and "Traceback" not in read.stderr, read.stderr
+        state: dict[int, dict[str, Any]] = {}
+        for line in read.stdout.splitlines():
+            change = json.loads(line, parse_float=Decimal)
+            key = int(change["row"]["id"])
+            if change["kind"] in ("-U", "-D"):
+                state.pop(key, None)
+            else:
+                state[key] = normalized(change["row"])
+        assert state == want, f"logstore read --mode log --consistent {engine} differs from Delta"
+    verify = jobrun.cli(cwd, warehouse, "verify", name)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
     return counts

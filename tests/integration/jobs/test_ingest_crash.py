@@ -1,7 +1,8 @@
 """Crash tests: ``logstore ingest`` killed with SIGKILL (it and its JVM, as a machine failure would)
-at each crash point of an epoch and at random times, then restarted until it finishes.
+at each crash point of an epoch in turn and then at random times, each restart recovering from the
+kill before it, then run until it finishes: one job, one table, one set-up.
 
-After each: the Delta table equals the source folded by key; no (writer, epoch) is committed
+At the end: the Delta table equals the source folded by key; no (writer, epoch) is committed
 twice; every marker names the committed attempt; the committed log read folds to the Delta table,
 and so do ``logstore read``'s committed and eventual reads (the consumer engine); ``verify`` finds
 the log equal to Delta.
@@ -10,7 +11,6 @@ Run alone with ``pytest -m crash``.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -19,7 +19,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -28,7 +27,8 @@ from logstore_cli.catalog import epochs
 from logstore_cli.catalog.tables import load_table
 from logstore_cli.ingest.epoch import EPOCH_CRASH_POINTS as CRASH_POINTS
 from logstore_cli.jobs.ingest import KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_FILE_ENV
-from logstore_cli.logformat.wire import decode
+from logstore_cli.logformat.wire import ChangeRecord, CommitMarker, decode
+from tests import jobrun
 
 from .ingest_support import (
     assert_log_reads_equal_delta,
@@ -45,56 +45,27 @@ from .ingest_support import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.crash]
 
-FILES, PER_FILE = 3, 250
+PER_FILE = 250  # changes per source file: one file per epoch (maxFilesPerTrigger=1)
 KILLED = -signal.SIGKILL
-SEED_ENV = "LOGSTORE_TEST_CRASH_SEED"  # replays the random test's choices
+SEED_ENV = "LOGSTORE_TEST_CRASH_SEED"  # replays the random kills' choices
+RANDOM_FILES = 6  # epochs after the crash-point ones, for the random kills
 
 
 def _ingest(
     warehouse: Path, source: Path, tmp: Path, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
     """The CLI as a script runs it, in its own process group (the kill takes its JVM too)."""
-    return subprocess.Popen(
+    return jobrun.start(
         [sys.executable, "-m", "logstore_cli", "ingest", "shop.orders", "--source", str(source),
          "--once", "--source-option", "maxFilesPerTrigger=1", "--json", "--lease-ttl", "30"],
-        cwd=tmp, env={**os.environ, "LOGSTORE_WAREHOUSE": str(warehouse), **(env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        cwd=tmp, env={"LOGSTORE_WAREHOUSE": str(warehouse), **(env or {})},
     )  # fmt: skip
-
-
-def _finish(proc: subprocess.Popen[str], timeout: float = 300) -> tuple[int, str, str]:
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"ingest did not finish in {timeout} s:\n{err[-3000:]}")
-    _reap_group(proc.pid)
-    return proc.returncode, out, err
-
-
-def _reap_group(pgid: int, timeout: float = 30.0) -> None:
-    """Wait until no process of the killed group is left (its JVM must not write on)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            return
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            return  # the group ended between the two calls
-        time.sleep(0.1)  # polling the group's end, with a deadline
-    pytest.fail(f"process group {pgid} still alive {timeout} s after SIGKILL")
 
 
 def _run_to_completion(warehouse: Path, source: Path, tmp: Path) -> None:
     """One restart finishes the job: the dead job's lease is taken over at once (its holder's
     process is gone on this host), the checkpoint says where to go on."""
-    code, _, err = _finish(_ingest(warehouse, source, tmp))
+    code, _, err = jobrun.finish(_ingest(warehouse, source, tmp))
     assert code == 0, err[-3000:]
 
 
@@ -111,8 +82,8 @@ def _check(
 @pytest.fixture
 def setup(
     spark: SparkSession, tmp_path: Path, kafka_bootstrap: str, topic_name: str
-) -> Callable[[int], tuple[Path, Path, dict[int, dict[str, object]]]]:
-    def make(seed: int, files: int = FILES) -> tuple[Path, Path, dict[int, dict[str, object]]]:
+) -> Callable[[int, int], tuple[Path, Path, dict[int, dict[str, object]]]]:
+    def make(seed: int, files: int) -> tuple[Path, Path, dict[int, dict[str, object]]]:
         warehouse = tmp_path / "warehouse"
         create_table(
             spark, warehouse, orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=3)
@@ -124,65 +95,23 @@ def setup(
     return make
 
 
-@pytest.mark.parametrize("point", CRASH_POINTS)
-def test_killed_at_a_crash_point_then_restarted(
-    point: str, setup: Callable[[int], tuple[Path, Path, dict[int, dict[str, object]]]],
-    tmp_path: Path, kafka_bootstrap: str, topic_name: str,
-) -> None:  # fmt: skip
-    warehouse, source, expected = setup(CRASH_POINTS.index(point))
-    code, _, err = _finish(_ingest(warehouse, source, tmp_path, {KILL_AT_ENV: f"{point}:1"}))
-    assert code == KILLED, f"the fault hook did not kill the job at {point}:\n{err[-3000:]}"
-    path = warehouse / "shop" / "orders"
-    committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
-    assert committed == ({0, 1} if point in ("after-commit", "after-markers") else {0})
-
-    _run_to_completion(warehouse, source, tmp_path)
-
-    counts = _check(warehouse, expected, kafka_bootstrap, topic_name)
-    assert counts["epochs"] == FILES
-    attempts = {
-        (item.epoch.epoch, item.epoch.attempt)
-        for r in read_log(kafka_bootstrap, topic_name)
-        if r.key is not None
-        for item in [decode(r.key, r.value, r.headers)]
-    }
-    epoch1 = {a for e, a in attempts if e == 1}
-    # killed after producing and before committing: the failed attempt's records stay in the log
-    # (readers drop or retract them); otherwise epoch 1 was produced once
-    assert len(epoch1) == (2 if point == "after-log" else 1)
-    # eventual showed the failed attempt at once, then retracted it
-    assert (counts["eventual_retractions"] > 0) == (point == "after-log"), counts
+def _epoch_changes(bootstrap: str, topic: str) -> dict[int, dict[str, int]]:
+    """epoch -> {attempt: its change records in the log}."""
+    found: dict[int, dict[str, int]] = {}
+    for r in read_log(bootstrap, topic):
+        item = decode(r.key, r.value, r.headers)
+        if isinstance(item, ChangeRecord):
+            per_attempt = found.setdefault(item.epoch.epoch, {})
+            per_attempt[item.epoch.attempt] = per_attempt.get(item.epoch.attempt, 0) + 1
+    return found
 
 
-def _wait_for_pause(proc: subprocess.Popen[str], pause: Path, timeout: float = 300) -> None:
-    """Until the driver holds the epoch at the pause point (it creates the file there)."""
-    deadline = time.monotonic() + timeout
-    while not pause.exists():
-        if proc.poll() is not None:
-            _, err = proc.communicate()
-            pytest.fail(f"the job ended (exit {proc.returncode}) before the pause:\n{err[-3000:]}")
-        assert time.monotonic() < deadline, f"the job did not reach the pause within {timeout}s"
-        time.sleep(0.1)  # poll interval of a condition with a deadline
-
-
-def _reported_epochs(out: str) -> dict[int, dict[str, Any]]:
-    """The epochs a run reported done (--json prints each, flushed, once the epoch returned)."""
-    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return {e["epoch"]: e for e in events if e.get("event") == "epoch"}
-
-
-def test_killed_at_random_times_then_restarted(
-    setup: Callable[..., tuple[Path, Path, dict[int, dict[str, object]]]], tmp_path: Path,
-    kafka_bootstrap: str, topic_name: str,
-) -> None:  # fmt: skip
-    """Three runs, each SIGKILLed a random time after a random epoch passed its before-log pause
-    (that epoch is then running); a kill counts as landed inside it when the run never reported
-    that epoch done. At least one must land, or the test proved nothing. The seed is printed;
-    ``LOGSTORE_TEST_CRASH_SEED=<seed>`` replays its choices (not the machine's timing)."""
-    seed = int(os.environ.get(SEED_ENV, time.time_ns() % 10_000))
-    print(f"\n{SEED_ENV}={seed}")
-    rnd = random.Random(seed)
-    warehouse, source, expected = setup(100 + seed, files=6)
+def _kill_at_random_times(
+    rnd: random.Random, seed: int, warehouse: Path, source: Path, tmp: Path, last_epoch: int
+) -> list[str]:
+    """Three runs, each SIGKILLed a random time after a random epoch not committed yet passed its
+    before-log pause (that epoch is then running); a kill counts as landed inside it when the run
+    never reported that epoch done. Returns where the kills landed."""
     path = warehouse / "shop" / "orders"
     # How long an epoch runs after before-log (produce, commit, markers): 1 s until measured on
     # the reported epochs; the kill comes within 80% of it, so most kills land inside the epoch.
@@ -192,23 +121,23 @@ def test_killed_at_random_times_then_restarted(
         # An epoch Delta has not committed yet: a committed one is only re-published (no pause).
         committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
         started_with = committed
-        held = min(max(committed, default=-1) + 1 + rnd.randrange(2), 5)
+        held = min(max(committed, default=-1) + 1 + rnd.randrange(2), last_epoch)
         if held in committed:
             break  # every epoch committed: nothing left to kill inside
-        pause = tmp_path / f"pause-{run}"
+        pause = tmp / f"pause-{run}"
         env = {PAUSE_AT_ENV: f"before-log:{held}", PAUSE_FILE_ENV: str(pause)}
-        proc = _ingest(warehouse, source, tmp_path, env)
-        _wait_for_pause(proc, pause)
-        delay = rnd.uniform(0.0, 0.8 * sum(rests) / len(rests))
-        pause.unlink()  # epoch `held` runs on; the kill lands a random moment later
-        try:
-            proc.wait(timeout=delay)
-            killed = False
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            killed = True
-        code, out, err = _finish(proc)
-        reported = _reported_epochs(out)
+        with jobrun.killed_on_error(_ingest(warehouse, source, tmp, env)) as proc:
+            jobrun.wait_paused(proc, pause)
+            delay = rnd.uniform(0.0, 0.8 * sum(rests) / len(rests))
+            pause.unlink()  # epoch `held` runs on; the kill lands a random moment later
+            try:
+                proc.wait(timeout=delay)
+                killed = False
+            except subprocess.TimeoutExpired:
+                jobrun.kill(proc)
+                killed = True
+            code, out, err = jobrun.finish(proc)
+        reported = {e["epoch"]: e for e in jobrun.epoch_events(out)}
         assert code == (KILLED if killed else 0), f"seed {seed}, run {run}:\n{err[-3000:]}"
         committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
         # the reports are read right: each epoch this run reported is in Delta, and at most the
@@ -224,8 +153,76 @@ def test_killed_at_random_times_then_restarted(
         measured = [e["phases"] for e in reported.values() if not e["republished"]]
         if measured:
             rests = [sum(p.get(k, 0.0) for k in ("log", "delta", "markers")) for p in measured]
+    return landed
+
+
+def test_killed_at_each_crash_point_in_turn_then_at_random_times(
+    setup: Callable[[int, int], tuple[Path, Path, dict[int, dict[str, object]]]], tmp_path: Path,
+    kafka_bootstrap: str, topic_name: str,
+) -> None:  # fmt: skip
+    """One job on one table, killed again and again, then run to its end.
+
+    First at every crash point in turn: the first run dies at ``CRASH_POINTS[0]`` in epoch 1, each
+    restart recovers from the kill before it and dies at the next point in the next epoch. After
+    each kill: the epochs Delta committed are those the point implies, the Delta table equals the
+    committed files folded, and the protocol holds (at after-commit: the epoch is committed and no
+    marker names it yet; the restart publishes them).
+
+    Then at random times (``_kill_at_random_times``, the first run recovering from the kill at the
+    last point): at least one kill must land inside a running epoch, or that part proved nothing.
+    The seed is printed; ``LOGSTORE_TEST_CRASH_SEED=<seed>`` replays its choices (not the
+    machine's timing).
+
+    At the end (``_check``): Delta equals the source folded, the protocol holds, the reads and
+    ``verify`` equal Delta; of the crash-point epochs only the after-log one has a failed attempt
+    in the log; ``eventual`` retracted exactly the failed attempts' records."""
+    seed = int(os.environ.get(SEED_ENV, time.time_ns() % 10_000))
+    print(f"\n{SEED_ENV}={seed}")
+    rnd = random.Random(seed)
+    point_files = len(CRASH_POINTS) + 1  # epoch 0 commits first; epoch i + 1 dies at point i
+    files = point_files + RANDOM_FILES
+    warehouse, source, expected = setup(100 + seed, files)
+    log = changes(files * PER_FILE, keys=120, seed=100 + seed)  # setup's: one file per epoch
+    path = warehouse / "shop" / "orders"
+    table = load_table(warehouse, "shop.orders").spec
+    for i, point in enumerate(CRASH_POINTS):
+        epoch = i + 1
+        code, _, err = jobrun.finish(
+            _ingest(warehouse, source, tmp_path, {KILL_AT_ENV: f"{point}:{epoch}"})
+        )
+        assert code == KILLED, f"the fault hook did not kill the job at {point}:\n{err[-3000:]}"
+        committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
+        done = epoch + 1 if point in ("after-commit", "after-markers") else epoch
+        assert committed == set(range(done)), (point, committed)
+        assert delta_state(path) == {
+            k: normalized(v) for k, v in fold(log[: done * PER_FILE]).items()
+        }, point
+        if point == "after-commit":  # committed, its markers not out yet
+            assert epoch not in {
+                item.epoch.epoch
+                for r in read_log(kafka_bootstrap, topic_name)
+                for item in [decode(r.key, r.value, r.headers)]
+                if isinstance(item, CommitMarker)
+            }
+        else:  # the restart recovered the kill before it (markers re-published, a failed attempt)
+            check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
+
+    landed = _kill_at_random_times(rnd, seed, warehouse, source, tmp_path, files - 1)
     print("kills inside a running epoch: " + ("; ".join(landed) or "none"))
     assert landed, f"{SEED_ENV}={seed}: no kill landed inside a running epoch"
     _run_to_completion(warehouse, source, tmp_path)
+
     counts = _check(warehouse, expected, kafka_bootstrap, topic_name)
-    assert counts["epochs"] == 6, f"seed {seed}"
+    assert counts["epochs"] == files, f"seed {seed}"
+    produced = _epoch_changes(kafka_bootstrap, topic_name)
+    committed_attempt = {c.epoch.epoch: c.epoch.attempt for c in epochs.epoch_commits(path)}
+    failed = {e: {a: n for a, n in per.items() if a != committed_attempt[e]}
+              for e, per in produced.items()}  # fmt: skip
+    # Killed after producing and before committing (after-log): the failed attempt's records stay
+    # in the log (readers drop or retract them); every other crash-point epoch was produced once.
+    after_log = CRASH_POINTS.index("after-log") + 1
+    assert {e for e, f in failed.items() if f and e < point_files} == {after_log}, produced
+    assert len(failed[after_log]) == 1, produced
+    # eventual showed each failed attempt at once, then retracted each of its records
+    retracted = sum(n for f in failed.values() for n in f.values())
+    assert counts["eventual_retractions"] == retracted, (seed, counts, produced)

@@ -10,6 +10,7 @@ from logstore_cli.catalog import epochs
 from logstore_cli.catalog.tables import load_table
 from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.kafka.producer import RECORD_OVERHEAD
+from tests import jobrun
 from tests.deltalog import write_table
 
 from .ingest_support import (
@@ -19,7 +20,7 @@ from .ingest_support import (
     orders_ddl,
     read_log,
 )
-from .test_ingest_protocol import _finish, _ingest
+from .test_ingest_protocol import _ingest
 
 TOPIC_MAX = 4096
 
@@ -39,7 +40,7 @@ def test_a_record_too_large_for_the_topic_is_quarantined_and_the_job_goes_on(
     (src / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
     for run in ("first", "again"):  # a re-run finds nothing new and fails on nothing
-        code, out, err = _finish(_ingest(warehouse, src, tmp_path, "limits"))
+        code, out, err = jobrun.finish(_ingest(warehouse, src, tmp_path, "limits"))
         assert code == 0, f"{run}: {err[-3000:]}"
     done = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert done[-1]["event"] == "done"

@@ -11,11 +11,9 @@ Run alone with ``pytest -m crash`` (the first test kills a job with SIGKILL).
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ from logstore_cli.catalog.tables import load_table
 from logstore_cli.jobs.ingest import KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_FILE_ENV
 from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.logformat.wire import CommitMarker, decode
+from tests import jobrun
 from tests.deltalog import write_table
 
 from .ingest_support import (
@@ -39,8 +38,6 @@ from .ingest_support import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.crash]
 
-JOB_TIMEOUT_S = 300.0
-
 
 def _table(warehouse: Path, bootstrap: str, topic: str) -> Path:
     """The table and its topic without Spark (delta-rs writes what create-table writes)."""
@@ -53,32 +50,12 @@ def _table(warehouse: Path, bootstrap: str, topic: str) -> Path:
 def _ingest(
     warehouse: Path, source: Path, tmp: Path, job: str, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    return jobrun.start(
         [sys.executable, "-m", "logstore_cli", "ingest", "shop.orders", "--source", str(source),
          "--format", "json", "--once", "--job", job, "--json", "--lease-ttl", "30"],
-        cwd=tmp, env={**os.environ, "LOGSTORE_WAREHOUSE": str(warehouse),
+        cwd=tmp, env={"LOGSTORE_WAREHOUSE": str(warehouse),
                       "LOGSTORE_STATE_DIR": str(tmp / "state"), **(env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
-
-
-def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
-    try:
-        out, err = proc.communicate(timeout=JOB_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"ingest did not end within {JOB_TIMEOUT_S:g} s:\n{err[-3000:]}")
-    return proc.returncode, out, err
-
-
-def _wait_paused(proc: subprocess.Popen[str], pause: Path) -> None:
-    """Until the job holds its epoch at the pause hook (it creates ``pause`` there)."""
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    while not pause.exists():
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        assert time.monotonic() < deadline, "the job never reached the pause"
-        time.sleep(0.05)  # polling a condition with a deadline
 
 
 def _markers(bootstrap: str, topic: str) -> dict[tuple[str, int], set[tuple[int, str, int | None]]]:
@@ -98,7 +75,7 @@ def test_a_job_killed_after_its_commit_gets_its_markers_from_a_different_job(
     warehouse = tmp_path / "wh"
     path = _table(warehouse, kafka_bootstrap, topic_name)
     write_files(tmp_path / "in", [changes(200, keys=50, seed=7)])
-    code, _, err = _finish(
+    code, _, err = jobrun.finish(
         _ingest(warehouse, tmp_path / "in", tmp_path, "first", {KILL_AT_ENV: "after-commit:0"})
     )
     assert code == -signal.SIGKILL, f"the fault hook did not kill the job:\n{err[-3000:]}"
@@ -108,7 +85,7 @@ def test_a_job_killed_after_its_commit_gets_its_markers_from_a_different_job(
     # Another job (its own checkpoint, so another writer) starts on the table and has nothing to
     # ingest: its start-up rule alone must publish the dead job's markers.
     (tmp_path / "empty").mkdir()
-    code, _, err = _finish(_ingest(warehouse, tmp_path / "empty", tmp_path, "second"))
+    code, _, err = jobrun.finish(_ingest(warehouse, tmp_path / "empty", tmp_path, "second"))
     assert code == 0, err[-3000:]
     key = (dead.epoch.writer, dead.epoch.epoch)
     assert _markers(kafka_bootstrap, topic_name) == {
@@ -131,18 +108,18 @@ def test_a_job_whose_lease_is_taken_over_mid_epoch_stops_without_committing(
                    {PAUSE_AT_ENV: "after-log:0", PAUSE_FILE_ENV: str(pause)})  # fmt: skip
     thief: Lease | None = None
     try:
-        _wait_paused(proc, pause)  # epoch 0's records are in the log, its commit not yet made
+        jobrun.wait_paused(proc, pause)  # epoch 0's records are in the log, its commit not yet made
         victim = read_lease(path)
         assert victim is not None and victim.job == "victim"
         # Another job takes the table over: as if the victim's lease had run out (a paused JVM, a
         # partitioned host), seen through a clock past its expiry.
         thief = Lease.acquire(path, "thief", 600, clock=lambda: victim.expires_at + 1)
         pause.unlink()
-        code, _, err = _finish(proc)
+        code, _, err = jobrun.finish(proc)
+    except BaseException:
+        jobrun.kill(proc)
+        raise
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
         pause.unlink(missing_ok=True)
     try:
         assert code == 1, err[-3000:]
@@ -176,14 +153,14 @@ def test_a_table_whose_delta_files_vanish_mid_epoch_is_named_gone_not_restartabl
     proc = _ingest(warehouse, tmp_path / "in", tmp_path, "orphan",
                    {PAUSE_AT_ENV: "after-log:0", PAUSE_FILE_ENV: str(pause)})  # fmt: skip
     try:
-        _wait_paused(proc, pause)
+        jobrun.wait_paused(proc, pause)
         shutil.rmtree(path / "_delta_log")
         pause.unlink()
-        code, _, err = _finish(proc)
+        code, _, err = jobrun.finish(proc)
+    except BaseException:
+        jobrun.kill(proc)
+        raise
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
         pause.unlink(missing_ok=True)
     assert code == 1, err[-3000:]
     assert "the Delta table of shop.orders is gone" in err, err[-3000:]

@@ -5,9 +5,7 @@ its markers."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 import sys
 import time
 from decimal import Decimal
@@ -37,6 +35,7 @@ from logstore_cli.logformat.wire import (
 )
 from logstore_cli.read.consumer import LogSource, SourceConf
 from logstore_cli.read.verify import VerifyResult, verify_table, writer_running
+from tests import jobrun
 from tests.deltalog import write_epoch_commit
 
 from ..jobs.ingest_support import changes, create_table, fold, orders_ddl, read_log, write_files
@@ -195,34 +194,14 @@ def test_a_table_without_a_key_verifies_as_a_multiset(
 
 def _ingest(warehouse: Path, source: Path, cwd: Path, env: dict[str, str] | None = None) -> int:
     """The CLI as a script runs it, in its own process group (a kill takes its JVM too)."""
-    proc = subprocess.Popen(
+    code, _, err = jobrun.finish(jobrun.start(
         [sys.executable, "-m", "logstore_cli", "ingest", "shop.orders", "--source", str(source),
          "--once", "--source-option", "maxFilesPerTrigger=1", "--json", "--lease-ttl", "30"],
-        cwd=cwd, env={**os.environ, "LOGSTORE_WAREHOUSE": str(warehouse), **(env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
-        _, err = proc.communicate(timeout=300)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        _, err = proc.communicate()
-        pytest.fail(f"ingest did not finish:\n{err[-3000:]}")
-    _reap(proc.pid)
-    if proc.returncode not in (0, -signal.SIGKILL):
-        pytest.fail(f"ingest exited {proc.returncode}:\n{err[-3000:]}")
-    return proc.returncode
-
-
-def _reap(pgid: int, timeout: float = 30.0) -> None:
-    """Wait until no process of the group is left (a killed job's JVM must not write on)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.1)  # polling the group's end, with a deadline
-    pytest.fail(f"process group {pgid} still alive {timeout} s after SIGKILL")
+        cwd=cwd, env={"LOGSTORE_WAREHOUSE": str(warehouse), **(env or {})},
+    ))  # fmt: skip
+    if code not in (0, -signal.SIGKILL):
+        pytest.fail(f"ingest exited {code}:\n{err[-3000:]}")
+    return code
 
 
 @pytest.mark.crash
