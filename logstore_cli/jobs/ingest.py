@@ -789,7 +789,7 @@ class DeltaOutsideWrites:
         what = describe_all(commits)
         ddl = f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
         m = re.search(r"not\s+recorded\s+for\s+version\s+\[(\d+)\]", text)
-        skip = m.group(1) if m else str(commits[-1].version)
+        skip = m.group(1) if m else str(commits[-1].version) if commits else "VERSION"
         if "DELTA_MISSING_CHANGE_DATA" in text:
             where = f" (version {m.group(1)})" if m else ""
             return OutsideWriteError(
