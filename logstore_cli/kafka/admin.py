@@ -425,6 +425,12 @@ class KafkaAdmin:
             if deadline - time.monotonic() <= 0.05:
                 raise self._timed_out(op)
             log.debug("retrying to %s topic %s with fresh metadata", op.verb, op.topic)
+            # A fresh handle: librdkafka sends ListOffsets to the leaders its metadata cache names,
+            # and a handle's cache can keep naming a dead leader for a minute after the cluster
+            # elected a new one (seen in the suite: new leaders 8.5 s after the kill, 60 s of
+            # refused connections to the dead one). A new handle asks the cluster afresh.
+            self.close()
+            self._admin = self._new_client()
 
     def _offsets_once(
         self, op: Operation, spec: OffsetSpec, deadline: float

@@ -125,6 +125,10 @@ class _MovingLeaders:
         self.hangs, self.fails = hangs, fails
         self.describes = 0
         self.lists = 0
+        self.closed = 0  # handles destroyed: each retry asks with a new one
+
+    def __exit__(self, *exc: object) -> None:
+        self.closed += 1
 
     def poll(self, timeout: float) -> int:
         return 0
@@ -160,12 +164,15 @@ def test_end_offsets_are_retried_with_fresh_metadata_when_a_leader_moved(
         real = admin._admin
         fake = _MovingLeaders(hangs=1, fails=1)
         admin._admin = fake  # type: ignore[assignment]
+        monkeypatch.setattr(admin, "_new_client", lambda: fake)  # the same cluster, a new handle
         try:
             admin.timeout_s = 5.0  # room for three attempts of 1.25 s (the first one hangs)
             assert admin.end_offsets("t") == {0: 10, 1: 11}
         finally:
             admin._admin = real
     assert fake.lists == 3 and fake.describes == 3  # each attempt re-read the metadata
+    # ... with a fresh handle: an old one's metadata cache can keep naming the dead leader
+    assert fake.closed == 2
 
 
 def test_a_leader_that_never_comes_back_times_out_with_the_usual_error(
@@ -176,6 +183,7 @@ def test_a_leader_that_never_comes_back_times_out_with_the_usual_error(
         real = admin._admin
         fake = _MovingLeaders(hangs=1000, fails=0)
         admin._admin = fake  # type: ignore[assignment]
+        monkeypatch.setattr(admin, "_new_client", lambda: fake)
         try:
             with pytest.raises(BrokerError, match="end offsets"):
                 admin.end_offsets("t")
