@@ -429,8 +429,9 @@ class KafkaAdmin:
             # and a handle's cache can keep naming a dead leader for a minute after the cluster
             # elected a new one (seen in the suite: new leaders 8.5 s after the kill, 60 s of
             # refused connections to the dead one). A new handle asks the cluster afresh.
+            fresh = self._new_client()  # first: a handle that cannot be made leaves the old one
             self.close()
-            self._admin = self._new_client()
+            self._admin = fresh
 
     def _offsets_once(
         self, op: Operation, spec: OffsetSpec, deadline: float
