@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Final
 
 from logstore_cli.errors import LogstoreError
 from logstore_cli.logformat.errors import WireFormatError
@@ -166,3 +167,26 @@ class EpochConfirmer:
             self._txn[writer] = committed_version(self._table, writer)
         through = self._txn[writer]
         return through is not None and marker.epoch.epoch <= through
+
+
+# The operationMetrics entry that says how many rows a commit wrote (or removed), per operation.
+ROW_METRICS: Final[Mapping[str, str]] = {
+    "MERGE": "numSourceRows",  # an epoch's changes (its last one per key), or a user's MERGE
+    "WRITE": "numOutputRows",
+    "STREAMING UPDATE": "numOutputRows",
+    "CREATE TABLE AS SELECT": "numOutputRows",
+    "REPLACE TABLE AS SELECT": "numOutputRows",
+    "DELETE": "numDeletedRows",
+    "UPDATE": "numUpdatedRows",
+}
+
+
+def commit_rows(info: Mapping[str, Any]) -> int | None:
+    """The rows a commit wrote (deleted, for a DELETE); None when its metrics do not say."""
+    metrics, name = info.get("operationMetrics"), ROW_METRICS.get(str(info.get("operation")))
+    if not isinstance(metrics, Mapping) or name is None:
+        return None
+    try:
+        return int(metrics[name])
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from logstore_cli.catalog.epochs import commit_versions
+from logstore_cli.catalog.epochs import commit_rows, commit_versions
 from logstore_cli.catalog.lease import local_time
 from logstore_cli.catalog.outside import carried_through
 from logstore_cli.errors import LogstoreError
@@ -38,16 +38,6 @@ from logstore_cli.logformat.errors import WireFormatError
 from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
 
 Kind = Literal["epoch", "carry", "outside", "maintenance", "table"]
-# The operationMetrics entry that says how many rows a commit wrote (or removed), per operation.
-ROW_METRICS: Final = {
-    "MERGE": "numSourceRows",  # an epoch's changes (its last one per key), or a user's MERGE
-    "WRITE": "numOutputRows",
-    "STREAMING UPDATE": "numOutputRows",
-    "CREATE TABLE AS SELECT": "numOutputRows",
-    "REPLACE TABLE AS SELECT": "numOutputRows",
-    "DELETE": "numDeletedRows",
-    "UPDATE": "numUpdatedRows",
-}
 MAINTENANCE: Final = frozenset(
     {"OPTIMIZE", "VACUUM START", "VACUUM END", "REORG", "PURGE", "CLONE", "ANALYZE STATS"}
 )
@@ -102,17 +92,6 @@ class History:
             "total": self.total,
             "commits": [c.to_json() for c in self.commits],
         }
-
-
-def commit_rows(info: Mapping[str, Any]) -> int | None:
-    """The rows a commit wrote (deleted, for a DELETE); None when its metrics do not say."""
-    metrics, name = info.get("operationMetrics"), ROW_METRICS.get(str(info.get("operation")))
-    if not isinstance(metrics, Mapping) or name is None:
-        return None
-    try:
-        return int(metrics[name])
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def describe_commit(version: int, actions: Iterable[Mapping[str, Any]], carried: int) -> Commit:

@@ -4,8 +4,7 @@ and ``status``.
 
 Carried means: at or below Delta's transaction version for ``OUTSIDE_WRITER`` (the newest version a
 carrying job checked). Commit files the log's cleanup removed (older than its retention, 30 days by
-default) cannot be read: a write only they held is not found (``Scan.history_from`` says where
-the log's files begin).
+default) cannot be read: a write only they held is not found.
 """
 
 from __future__ import annotations
@@ -29,12 +28,7 @@ class Scan:
     commits: tuple[OutsideCommit, ...]
     after: int  # the scan began after this version (the carried-through version, or -1)
     checked_through: int  # the newest version checked (``after`` when there was none)
-    history_from: int | None  # the oldest commit file the log holds (None: none)
     unchecked: int = 0  # versions after ``after`` not read (beyond ``limit``, the oldest ones)
-
-    @property
-    def found(self) -> bool:
-        return bool(self.commits)
 
 
 def read_commit(table: Path, version: int) -> OutsideCommit | None:
@@ -92,16 +86,21 @@ def scan(
         tuple(found),
         after,
         wanted[-1] if wanted else after,
-        listed[-1] if listed else None,
         unchecked,
     )
 
 
 def uncarried(
-    table: Path, *, up_to: int | None = None, limit: int | None = None, cache: Cache | None = None
+    table: Path,
+    *,
+    up_to: int | None = None,
+    limit: int | None = None,
+    cache: Cache | None = None,
+    versions: list[int] | None = None,
 ) -> Scan:
     """The outside writes not carried into the log yet."""
-    return scan(table, carried_through(table), up_to=up_to, limit=limit, cache=cache)
+    after = carried_through(table)
+    return scan(table, after, up_to=up_to, limit=limit, cache=cache, versions=versions)
 
 
 @dataclass
@@ -134,6 +133,6 @@ class Follower:
                 if commit is not None:
                     commits.append(commit)
                 version += 1
-            found = Scan(tuple(commits), self.seen, version - 1, None)
+            found = Scan(tuple(commits), self.seen, version - 1)
         self.seen = found.checked_through
         return found

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from logstore_cli.catalog.epochs import commit_rows
 from logstore_cli.catalog.status import commit_time
 from logstore_cli.errors import LogstoreError
 from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
@@ -30,7 +31,6 @@ DEFAULT_WINDOW_S = 10.0
 # an earlier run, and the idle time since would count as ingest time. Slow epochs (a loaded
 # machine, big micro-batches) are minutes apart, hence minutes.
 STALE_S = 600.0
-ROW_METRICS = {"MERGE": "numSourceRows", "WRITE": "numOutputRows"}
 
 
 @dataclass(frozen=True)
@@ -48,18 +48,6 @@ class CommitSample:
 class Rates:
     rows_per_s: float | None  # None: not enough commits yet to tell
     log_records_per_s: float | None
-
-
-def commit_rows(info: Mapping[str, Any]) -> int | None:
-    """The rows a commit wrote, from its ``operationMetrics``; None when it does not say."""
-    metrics = info.get("operationMetrics")
-    name = ROW_METRICS.get(str(info.get("operation", "")))
-    if not isinstance(metrics, Mapping) or name is None:
-        return None
-    try:
-        return int(metrics[name])
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def samples(

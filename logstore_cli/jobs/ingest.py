@@ -42,7 +42,7 @@ from logstore_cli.ingest.epoch import (
     Produced,
 )
 from logstore_cli.ingest.failures import explain_commit_failure
-from logstore_cli.ingest.outside import KINDS, ORDER, OutsideCommit
+from logstore_cli.ingest.outside import KINDS, ORDER, OutsideCommit, describe_all
 from logstore_cli.interrupt import StopOnCtrlC
 from logstore_cli.logformat.values import (
     ArrayType,
@@ -782,8 +782,6 @@ class DeltaOutsideWrites:
     def _unreadable(
         self, commits: tuple[OutsideCommit, ...], exc: BaseException
     ) -> OutsideWriteError:
-        from logstore_cli.ingest.outside import describe_all
-
         text = str(exc)
         name, path = self.table.name, self.path
         what = describe_all(commits)

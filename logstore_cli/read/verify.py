@@ -351,7 +351,7 @@ def verify_table(
         _unconfirmed_reason(result, log_read, commits, summary.topic)
         return done()
 
-    if _outside_writes(result, path, bound, latest, stored.ref.name):
+    if _outside_writes(result, path, bound, versions, stored.ref.name):
         return finish()
     if at is None:
         return _without_epoch(result, log_read.released, finish)
@@ -447,11 +447,11 @@ def _read_notes(
 
 
 def _outside_writes(
-    result: VerifyResult, path: Path, bound: int | None, latest: int, table: str
+    result: VerifyResult, path: Path, bound: int | None, versions: list[int], table: str
 ) -> bool:
     """Name the writes not carried into the log; True when some came after ``V`` (the log
     cannot hold them yet: the two cannot be equal, and the reason says why)."""
-    found = uncarried(path, up_to=latest, limit=OUTSIDE_SCAN_LIMIT)
+    found = uncarried(path, limit=OUTSIDE_SCAN_LIMIT, versions=versions)  # listed at step 1
     result.outside = list(found.commits)
     if found.unchecked:
         result.notes.append(
