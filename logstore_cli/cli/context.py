@@ -71,6 +71,7 @@ def make_context(overrides: cfg.Overrides) -> Context:
 @contextmanager
 def open_stores(ctx: Context) -> Iterator[Stores]:
     """The real Delta (Spark started on the first write only) and Kafka stores; closed on exit."""
+    from logstore_cli.provision.delta_rs import SPARK_DEFAULTS_PREFIX, DeltaRsStore
     from logstore_cli.provision.delta_spark import SparkDeltaStore
     from logstore_cli.provision.kafka_topics import KafkaTopicStore
     from logstore_cli.provision.service import Stores
@@ -82,7 +83,10 @@ def open_stores(ctx: Context) -> Iterator[Stores]:
             SparkSettings(master=ctx.config.spark.master, conf=ctx.config.spark.conf)
         )
 
-    delta = SparkDeltaStore(ctx.warehouse, session)
+    defaults = [k for k in ctx.config.spark.conf if k.startswith(SPARK_DEFAULTS_PREFIX)]
+    delta = DeltaRsStore(
+        ctx.warehouse, SparkDeltaStore(ctx.warehouse, session), spark_defaults=defaults
+    )
     topics = KafkaTopicStore(ctx.config.kafka)
     try:
         yield Stores(delta, topics)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from logstore_cli.ddl import registry
+from logstore_cli.ddl import delta_properties, registry
 from logstore_cli.ddl.options import BOOTSTRAP_SERVERS_ENV, ParseOptions
 from logstore_cli.errors import DDLError, Diagnostic
 from logstore_cli.model import (
@@ -117,6 +117,8 @@ class _Checker:
             elif key.startswith(registry.TOPIC_CONFIG_PREFIX):
                 if key == registry.TOPIC_CONFIG_PREFIX:
                     self.problem(f"'{key}' names no topic config: write '{key}<config>'", key)
+            elif (bad := delta_properties.value_problem(key, value)) is not None:
+                self.problem(bad, key, True)
             elif (unknown := _unknown_key(key)) is not None:
                 self.problem(unknown, key)
             elif (prefix := registry.passthrough_prefix(key)) is not None:
