@@ -2,17 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from logstore_cli.logformat.values import (
-    ArrayType,
-    DecimalType,
-    MapType,
-    ScalarType,
-    SqlType,
-    parse_type,
-)
 from logstore_cli.model import ColumnSpec
 
 # Delta primitive type names -> Spark SQL type names used in ColumnSpec.type.
@@ -64,49 +55,3 @@ def columns_from_delta_schema(schema: dict[str, Any]) -> tuple[ColumnSpec, ...]:
             )
         )
     return tuple(cols)
-
-
-# Spark SQL type names -> the Delta protocol's primitive names, where they differ.
-_DELTA_PRIMITIVES = {"int": "integer", "bigint": "long", "smallint": "short", "tinyint": "byte"}
-
-
-def sql_type_to_delta(t: SqlType) -> Any:
-    """One column type as the Delta schema writes it (nested values nullable, as Spark makes them
-    from a DDL type string)."""
-    if isinstance(t, ScalarType):
-        return _DELTA_PRIMITIVES.get(t.name, t.name)
-    if isinstance(t, DecimalType):
-        return f"decimal({t.precision},{t.scale})"
-    if isinstance(t, ArrayType):
-        return {"type": "array", "elementType": sql_type_to_delta(t.element), "containsNull": True}
-    if isinstance(t, MapType):
-        return {
-            "type": "map",
-            "keyType": sql_type_to_delta(t.key),
-            "valueType": sql_type_to_delta(t.value),
-            "valueContainsNull": True,
-        }
-    return {
-        "type": "struct",
-        "fields": [
-            {"name": name, "type": sql_type_to_delta(ft), "nullable": True, "metadata": {}}
-            for name, ft in t.fields
-        ],
-    }
-
-
-def delta_schema(columns: Sequence[ColumnSpec]) -> dict[str, Any]:
-    """The Delta schema of ``columns``, field for field what delta-spark 4.0.1 writes for the
-    same columns (a column comment in the field's metadata)."""
-    return {
-        "type": "struct",
-        "fields": [
-            {
-                "name": c.name,
-                "type": sql_type_to_delta(parse_type(c.type)),
-                "nullable": c.nullable,
-                "metadata": {"comment": c.comment} if c.comment is not None else {},
-            }
-            for c in columns
-        ],
-    }

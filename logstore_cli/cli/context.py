@@ -71,7 +71,7 @@ def make_context(overrides: cfg.Overrides) -> Context:
 @contextmanager
 def open_stores(ctx: Context) -> Iterator[Stores]:
     """The real Delta (Spark started on the first write only) and Kafka stores; closed on exit."""
-    from logstore_cli.provision.delta_rs import SPARK_DEFAULTS_PREFIX, DeltaRsStore
+    from logstore_cli.provision.delta_log import SPARK_DEFAULTS_PREFIX, DeltaLogStore
     from logstore_cli.provision.delta_spark import SparkDeltaStore
     from logstore_cli.provision.kafka_topics import KafkaTopicStore
     from logstore_cli.provision.service import Stores
@@ -84,7 +84,7 @@ def open_stores(ctx: Context) -> Iterator[Stores]:
         )
 
     defaults = [k for k in ctx.config.spark.conf if k.startswith(SPARK_DEFAULTS_PREFIX)]
-    delta = DeltaRsStore(
+    delta = DeltaLogStore(
         ctx.warehouse, SparkDeltaStore(ctx.warehouse, session), spark_defaults=defaults
     )
     topics = KafkaTopicStore(ctx.config.kafka)

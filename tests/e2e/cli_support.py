@@ -30,7 +30,7 @@ from logstore_cli.logformat.wire import (
 )
 from logstore_cli.provision import service
 from logstore_cli.provision.kafka_topics import KafkaTopicStore
-from tests.deltalog import JsonDeltaStore, write_table
+from tests.deltalog import delta_store, write_table
 
 TIMEOUT_S = 15.0
 
@@ -106,11 +106,11 @@ def keyed_table(tmp_path: Path, bootstrap: str, topic: str, name: str = "db.orde
 
 def create_tables(warehouse: Path, ddl: str) -> None:
     """What ``logstore create-table`` makes of ``ddl`` (the provisioning service: its checks, its
-    Kafka topics), with the Delta tables written without Spark (``JsonDeltaStore``): for the tests
+    Kafka topics), with the Delta tables written without Spark (create-table's own store): for the tests
     that need a table, not a test of create-table, whose CLI starts a Spark driver."""
     topics = KafkaTopicStore(KafkaConfig(timeout_s=TIMEOUT_S))
     try:
         specs = parse_ddl(ddl, "t.sql", ParseOptions())
-        service.create_tables(specs, warehouse, service.Stores(JsonDeltaStore(warehouse), topics))
+        service.create_tables(specs, warehouse, service.Stores(delta_store(warehouse), topics))
     finally:
         topics.close()

@@ -1,4 +1,5 @@
-"""Table commands through Typer's runner, in-process, on tables made by the real stores."""
+"""Table commands through Typer's runner, in-process, on tables made by the real stores (no JVM:
+create-table's Delta store needs none for these tables)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
 from logstore_cli.cli.app import app
@@ -15,16 +15,16 @@ from logstore_cli.config import KafkaConfig
 from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.errors import InvalidInputError, TableNotFoundError, TopicInUseError
 from logstore_cli.provision import service
-from logstore_cli.provision.delta_spark import SparkDeltaStore
 from logstore_cli.provision.kafka_topics import KafkaTopicStore
 from logstore_cli.provision.service import Stores
+from tests.deltalog import delta_store
 
 runner = CliRunner()
 
 
 @pytest.fixture
 def warehouse(
-    spark: SparkSession, kafka_bootstrap: str, topic_name: str, tmp_path: Path
+    kafka_bootstrap: str, topic_name: str, tmp_path: Path
 ) -> Iterator[tuple[Path, str, dict[str, str]]]:
     ddl = (
         f"CREATE TABLE IF NOT EXISTS crm.contacts (id BIGINT, email STRING, "
@@ -33,7 +33,11 @@ def warehouse(
     )
     topics = KafkaTopicStore(KafkaConfig(timeout_s=15))
     specs = parse_ddl(ddl, "t.sql", options=ParseOptions(default_bootstrap_servers=kafka_bootstrap))
-    service.create_tables(specs, tmp_path, Stores(SparkDeltaStore(tmp_path, lambda: spark), topics))
+    service.create_tables(
+        specs,
+        tmp_path,
+        Stores(delta_store(tmp_path), topics),
+    )
     topics.close()
     env = {
         "LOGSTORE_WAREHOUSE": str(tmp_path),

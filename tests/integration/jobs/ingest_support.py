@@ -33,6 +33,7 @@ from logstore_cli.logformat.wire import (
 )
 from logstore_cli.model import TableSpec
 from logstore_cli.provision import service
+from logstore_cli.provision.delta_log import DeltaLogStore
 from logstore_cli.provision.delta_spark import SparkDeltaStore
 from logstore_cli.provision.kafka_topics import KafkaTopicStore
 from logstore_cli.provision.service import Stores
@@ -56,7 +57,9 @@ def create_table(spark: SparkSession, warehouse: Path, ddl: str) -> None:
     try:
         specs = parse_ddl(ddl, "t.sql", ParseOptions())
         service.create_tables(
-            specs, warehouse, Stores(SparkDeltaStore(warehouse, lambda: spark), topics)
+            specs,
+            warehouse,
+            Stores(DeltaLogStore(warehouse, SparkDeltaStore(warehouse, lambda: spark)), topics),
         )
     finally:
         topics.close()

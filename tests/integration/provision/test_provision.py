@@ -18,6 +18,7 @@ from logstore_cli.errors import LogstoreError, TableConflictError
 from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.model import TableSpec
 from logstore_cli.provision import service
+from logstore_cli.provision.delta_log import DeltaLogStore
 from logstore_cli.provision.delta_spark import SparkDeltaStore
 from logstore_cli.provision.kafka_topics import KafkaTopicStore
 from logstore_cli.provision.service import Stores
@@ -46,7 +47,7 @@ def _spec(topic: str, bootstrap: str, table: str = "shop.orders") -> TableSpec:
 def stores(spark: SparkSession, tmp_path: Path) -> Iterator[Stores]:
     """The real stores on the warehouse ``tmp_path`` (the shared session is not closed here)."""
     topics = KafkaTopicStore(KafkaConfig(timeout_s=15))
-    yield Stores(SparkDeltaStore(tmp_path, lambda: spark), topics)
+    yield Stores(DeltaLogStore(tmp_path, SparkDeltaStore(tmp_path, lambda: spark)), topics)
     topics.close()
 
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from logstore_cli.catalog.schema import columns_from_delta_schema, delta_schema, delta_type_to_sql
+from logstore_cli.catalog.delta_actions import delta_schema
+from logstore_cli.catalog.schema import columns_from_delta_schema, delta_type_to_sql
 from logstore_cli.model import ColumnSpec
 
 

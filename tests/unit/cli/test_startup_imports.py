@@ -29,7 +29,9 @@ OPTIONS = frozenset({"cli.options", "config", "model", "cli.logs"})
 # one of its own resolves to, read from its state files (not local_broker: no JVM launcher).
 CONTEXT = frozenset({"cli.context", "names", "paths", "kafka", "kafka.local_state"})
 # The property registry and log-store resolution, without the DDL parser (and without sqlglot).
-PROPERTIES = frozenset({"ddl", "ddl.options", "ddl.registry", "ddl.properties"})
+PROPERTIES = frozenset(
+    {"ddl", "ddl.options", "ddl.registry", "ddl.properties", "ddl.delta_properties"}
+)
 PARSER = frozenset(
     {"ddl.document", "ddl.source", "ddl.lexer", "ddl.parser", "ddl.syntax", "ddl.types"}
     | {"ddl.build"}
@@ -184,3 +186,25 @@ def test_the_probe_sees_what_a_command_imports(warehouse: Path) -> None:
     _, first, ours, loaded = _probe(["list"], {}, warehouse)
     assert "catalog.tables" in ours and "deltalake" in loaded
     assert "Tables in" in first
+
+
+def test_create_and_alter_table_run_without_java(tmp_path: Path) -> None:
+    """No JVM for a table without Spark-only properties: no pyspark loaded, and none to start."""
+    warehouse = tmp_path / "warehouse"
+    ddl = tmp_path / "t.sql"
+    ddl.write_text(
+        "CREATE TABLE db.t (id BIGINT, seen TIMESTAMP_NTZ, PRIMARY KEY (id)) USING delta "
+        "TBLPROPERTIES ('delta.logRetentionDuration' = '7 days')"
+    )
+    no_java = {
+        "JAVA_HOME": str(tmp_path / "no-java"),
+        "PATH": os.pathsep.join(
+            d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "java").exists()
+        ),
+    }
+    for args in (["create-table", str(ddl)], ["alter-table", "db.t", "--set", "k=v"]):
+        code, _, _, loaded = _probe(args, no_java, warehouse)
+        assert code == 0, f"{args[0]} failed without Java"
+        assert not loaded & {"pyspark", "py4j", "delta"}, f"{args[0]} loaded the JVM side"
+    props = (warehouse / "db" / "t" / "_delta_log" / "00000000000000000001.json").read_text()
+    assert '"k":"v"' in props

@@ -289,7 +289,7 @@ def test_misspelt_reserved_prefix_is_an_error() -> None:
         "logs.retention",
         "lag.ms",
         "log_level",
-        "delta.enableChangeDataFeed",
+        "delta.dataSkippingStatsColumns",
         "write.upsert.enabled",
     ],
 )

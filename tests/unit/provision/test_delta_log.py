@@ -1,6 +1,6 @@
-"""The JVM-free Delta store: create and alter through delta-rs and one hand-written commit, with
-Spark (a recording stand-in here) only for what delta-rs would get wrong. delta-spark reading and
-writing these tables: tests/integration/provision/test_delta_rs_spark.py."""
+"""The JVM-free Delta store: create and alter as commits it writes itself, with Spark (a recording
+stand-in here) only for what needs Spark. delta-spark reading and writing these tables, and the
+same metadata as Spark's own create: tests/integration/provision/test_delta_log_spark.py."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from logstore_cli.catalog import warehouse as wh
 from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.errors import LogstoreError, SparkStartError
 from logstore_cli.model import TableSpec
-from logstore_cli.provision import delta_rs
-from logstore_cli.provision.delta_rs import DeltaRsStore
+from logstore_cli.provision import delta_log
+from logstore_cli.provision.delta_log import DeltaLogStore
 from logstore_cli.provision.delta_spark import SparkDeltaStore
 
 DDL = """CREATE TABLE db.t (id BIGINT, name STRING COMMENT 'who', tags ARRAY<STRING>,
@@ -47,9 +47,9 @@ def _no_spark() -> Any:
 
 def _create(
     warehouse: Path, ddl: str = DDL, **kw: Any
-) -> tuple[DeltaRsStore, RecordingSpark, Path]:
+) -> tuple[DeltaLogStore, RecordingSpark, Path]:
     spark = RecordingSpark(warehouse)
-    store = DeltaRsStore(warehouse, spark, **kw)
+    store = DeltaLogStore(warehouse, spark, **kw)
     spec = parse_ddl(ddl, "t.sql", ParseOptions())[0]
     props, _ = wh.stored_properties(spec)
     path = wh.table_path(warehouse, wh.spec_table_name(spec))
@@ -76,7 +76,19 @@ def test_create_writes_the_table_without_spark(tmp_path: Path) -> None:
     assert fields["id"]["type"] == "long" and fields["id"]["nullable"] is False
     assert fields["name"]["metadata"] == {"comment": "who"}
     protocol = next(a["protocol"] for a in _commit(path, 0) if "protocol" in a)
-    assert protocol == {"minReaderVersion": 1, "minWriterVersion": 4}  # CDF's legacy protocol
+    assert protocol == {
+        "minReaderVersion": 1,
+        "minWriterVersion": 7,
+        "writerFeatures": ["invariants", "changeDataFeed", "appendOnly"],
+    }
+    assert _commit(path, 0)[0]["commitInfo"]["operation"] == "CREATE TABLE"
+
+
+def test_a_timestamp_ntz_column_anywhere_adds_its_feature(tmp_path: Path) -> None:
+    _, _, path = _create(tmp_path, DDL.replace("ARRAY<STRING>", "ARRAY<STRUCT<t: TIMESTAMP_NTZ>>"))
+    protocol = next(a["protocol"] for a in _commit(path, 0) if "protocol" in a)
+    assert protocol["readerFeatures"] == ["timestampNtz"] and protocol["minReaderVersion"] == 3
+    assert protocol["writerFeatures"][0] == "timestampNtz"
 
 
 def test_keys_only_spark_lays_out_are_created_by_spark(tmp_path: Path) -> None:
@@ -86,14 +98,14 @@ def test_keys_only_spark_lays_out_are_created_by_spark(tmp_path: Path) -> None:
 
 
 def test_spark_defaults_in_the_config_send_create_to_spark(tmp_path: Path) -> None:
-    key = delta_rs.SPARK_DEFAULTS_PREFIX + "enableDeletionVectors"
+    key = delta_log.SPARK_DEFAULTS_PREFIX + "enableDeletionVectors"
     _, spark, _ = _create(tmp_path, spark_defaults=[key])
     assert spark.calls == ["create db.t"]
 
 
 def test_a_spark_failure_says_why_spark_was_needed(tmp_path: Path) -> None:
     spark = RecordingSpark(tmp_path, fail=SparkStartError("Java is not installed", hint="install"))
-    store = DeltaRsStore(tmp_path, spark)
+    store = DeltaLogStore(tmp_path, spark)
     spec = parse_ddl(DDL.replace("'my.prop'", "'delta.enableDeletionVectors'"), "t.sql",
                      ParseOptions())[0]  # fmt: skip
     with pytest.raises(SparkStartError) as info:
@@ -104,9 +116,21 @@ def test_a_spark_failure_says_why_spark_was_needed(tmp_path: Path) -> None:
 def test_create_over_an_existing_table_fails_and_keeps_it(tmp_path: Path) -> None:
     store, _, path = _create(tmp_path)
     spec = parse_ddl(DDL, "t.sql", ParseOptions())[0]
-    with pytest.raises(LogstoreError, match="creating the Delta table"):
+    with pytest.raises(LogstoreError, match="a Delta table already exists there"):
         store.create(path, spec, {})
-    assert wh.read_delta(path).version == 0
+    assert wh.read_delta(path).version == 0 and wh.read_delta(path).properties["my.prop"] == "v"
+
+
+def test_a_create_that_cannot_write_leaves_no_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(src: str, dst: str) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(delta_log.os, "link", refused)
+    with pytest.raises(LogstoreError, match=r"creating the Delta table at .*t failed: Permission"):
+        _create(tmp_path)
+    assert not (tmp_path / "db" / "t").exists()
 
 
 def test_create_replaces_an_interrupted_create_s_leftover(tmp_path: Path) -> None:
@@ -137,7 +161,7 @@ def test_alter_takes_the_next_version_when_another_writer_took_this_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, _, path = _create(tmp_path)
-    real_link = delta_rs.os.link
+    real_link = delta_log.os.link
     raced = []
 
     def link_after_a_rival(src: str, dst: str) -> None:
@@ -146,7 +170,7 @@ def test_alter_takes_the_next_version_when_another_writer_took_this_one(
             Path(dst).write_text(json.dumps({"commitInfo": {"operation": "WRITE"}}) + "\n")
         real_link(src, dst)
 
-    monkeypatch.setattr(delta_rs.os, "link", link_after_a_rival)
+    monkeypatch.setattr(delta_log.os, "link", link_after_a_rival)
     store.alter(path, {"x.y": "z"}, [])
     assert raced and wh.read_delta(path).version == 2
     assert wh.read_delta(path).properties["x.y"] == "z"

@@ -1,0 +1,192 @@
+"""The Delta side of provisioning without a JVM: a table's version 0 and its property changes are
+commits written here (``catalog.delta_actions`` builds them: what Spark writes for the same DDL);
+reads go through delta-rs. Spark (``SparkDeltaStore``, started only then) for what only Spark lays
+out right: ``delta.*`` keys other than the plain settings, tables whose protocol asks more of a
+commit, and Spark's default table properties when the config sets them.
+
+A commit is put if absent, as Delta's protocol asks: written to a temporary file in ``_delta_log``
+and hard-linked to its version's name, which fails when that version exists (what delta-rs's and
+Spark's own log stores for a local file system do).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from logstore_cli import __version__
+from logstore_cli.catalog import delta_actions
+from logstore_cli.catalog import warehouse as wh
+from logstore_cli.ddl.delta_properties import Protocol, spark_only, spark_only_change
+from logstore_cli.errors import LogstoreError
+from logstore_cli.model import TableSpec
+from logstore_cli.provision.delta_spark import SparkDeltaStore
+
+log = logging.getLogger(__name__)
+
+# Spark settings that give every table Spark creates a property: a table made without Spark would
+# lack it, so with any of these configured, tables are created by Spark.
+SPARK_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
+ENGINE = f"logstore/{__version__}"
+_COMMIT_ATTEMPTS = 10
+
+
+class DeltaLogStore:
+    """``DeltaStore`` writing its own commits, with ``spark`` for what needs Spark."""
+
+    def __init__(
+        self, warehouse: Path, spark: SparkDeltaStore, *, spark_defaults: Sequence[str] = ()
+    ) -> None:
+        self._warehouse = warehouse
+        self._spark = spark
+        self._spark_defaults = list(spark_defaults)
+
+    def close(self) -> None:
+        self._spark.close()
+
+    # Reads and drop never needed a JVM.
+    def read(self, path: Path) -> wh.DeltaState | None:
+        return self._spark.read(path)
+
+    def tables(self, warehouse: Path) -> list[tuple[wh.TableRef, wh.DeltaState]]:
+        return self._spark.tables(warehouse)
+
+    def drop(self, path: Path) -> None:
+        self._spark.drop(path)
+
+    def create(self, path: Path, spec: TableSpec, properties: Mapping[str, str]) -> None:
+        needs_spark = spark_only(properties) + self._spark_defaults
+        if needs_spark:
+            log.info("creating %s with Spark: %s", spec.name, ", ".join(needs_spark))
+            with _why_spark(needs_spark):
+                self._spark.create(path, spec, properties)
+            return
+        if wh.is_uncommitted_leftover(path):
+            self.drop(path)  # an interrupted create's debris: nothing was ever committed
+        wh.contained(self._warehouse, path)
+        existed = path.exists()
+        actions = delta_actions.create_table(
+            spec, properties, table_id=str(uuid.uuid4()), txn_id=str(uuid.uuid4()),
+            now_ms=_now_ms(), engine=ENGINE,
+        )  # fmt: skip
+        cause = "a Delta table already exists there"
+        try:
+            (path / "_delta_log").mkdir(parents=True, exist_ok=True)
+            committed = put_if_absent(path, 0, delta_actions.commit_text(actions))
+        except (OSError, UnicodeError) as exc:
+            committed, cause = False, str(getattr(exc, "strerror", None) or exc)
+        if not committed:
+            if not existed and not wh.has_committed_version(path):
+                shutil.rmtree(path, ignore_errors=True)  # no half-written directory left behind
+            raise LogstoreError(
+                f"creating the Delta table at {path} failed: {cause}",
+                hint="check the warehouse's permissions, or drop the table first",
+            )
+
+    def alter(self, path: Path, set_: Mapping[str, str], unset: Sequence[str]) -> None:
+        from deltalake import DeltaTable
+
+        wh.contained(self._warehouse, path)
+        try:
+            found = DeltaTable(str(path)).protocol()
+        except Exception as exc:  # delta-rs raises its own errors for an unreadable table
+            raise LogstoreError(
+                f"cannot read the Delta table at {path}: {_first_line(exc)}"
+            ) from exc
+        proto = Protocol(found.min_writer_version, tuple(found.writer_features or ()))
+        needs_spark = spark_only_change(set_, unset, proto)
+        if not proto.metadata_commit_safe():
+            needs_spark.append(f"the table's writer features ({', '.join(proto.writer_features)})")
+        if needs_spark:
+            log.info("altering %s with Spark: %s", path, ", ".join(needs_spark))
+            with _why_spark(needs_spark):
+                self._spark.alter(path, set_, unset)
+            return
+        try:
+            commit_properties(path, set_, unset)
+        except LogstoreError:
+            raise
+        except Exception as exc:  # delta-rs's errors reading the table, OSError writing
+            raise LogstoreError(
+                f"changing the properties of the Delta table at {path} failed: {_first_line(exc)}"
+            ) from exc
+
+
+def commit_properties(path: Path, set_: Mapping[str, str], unset: Sequence[str]) -> int:
+    """The property change as one commit on the newest version; its version. Another writer's
+    commit of that version first: read the table again and go on from there."""
+    from deltalake import DeltaTable
+
+    for _ in range(_COMMIT_ATTEMPTS):
+        dt = DeltaTable(str(path))
+        meta = dt.metadata()
+        current: dict[str, Any] = {"id": meta.id}
+        if meta.name is not None:
+            current["name"] = meta.name
+        if meta.description is not None:
+            current["description"] = meta.description
+        current.update(
+            {
+                "format": {"provider": "parquet", "options": {}},  # the only format Delta has
+                "schemaString": dt.schema().to_json(),
+                "partitionColumns": list(meta.partition_columns),
+                "configuration": dict(meta.configuration),
+                "createdTime": meta.created_time,
+            }
+        )
+        actions = delta_actions.change_properties(
+            current, set_, unset, txn_id=str(uuid.uuid4()), now_ms=_now_ms(), engine=ENGINE
+        )
+        if put_if_absent(path, dt.version() + 1, delta_actions.commit_text(actions)):
+            return dt.version() + 1
+    raise LogstoreError(
+        f"could not commit the property change to {path}: other writers took the next "
+        f"{_COMMIT_ATTEMPTS} versions first",
+        hint="run alter-table again when the table is quieter",
+    )
+
+
+def put_if_absent(path: Path, version: int, text: str) -> bool:
+    """Write commit ``version`` of the table at ``path``; False when that version exists."""
+    log_dir = path / "_delta_log"
+    tmp = log_dir / f".{version:020d}.json.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, log_dir / f"{version:020d}.json")
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@contextlib.contextmanager
+def _why_spark(reasons: Sequence[str]) -> Iterator[None]:
+    """Add to an error of the Spark path (a JVM that does not start, most of all) why Spark was
+    needed at all."""
+    try:
+        yield
+    except LogstoreError as exc:
+        why = f"Spark was needed for: {', '.join(reasons)}"
+        exc.hint = f"{exc.hint}; {why}" if exc.hint else why
+        raise
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
