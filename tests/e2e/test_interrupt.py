@@ -21,7 +21,10 @@ import pytest
 
 from logstore_cli.catalog import warehouse as wh
 
-DDL = "CREATE TABLE db.t (id INT) USING delta"
+# A property only Spark lays out right: create-table starts a JVM for it (other tables need none).
+DDL = (
+    "CREATE TABLE db.t (id INT) USING delta TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+)
 START_DEADLINE_S = 180.0  # the JVM starts slowly on a loaded 2-core machine
 EXIT_DEADLINE_S = 60.0
 
