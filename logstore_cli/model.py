@@ -18,6 +18,10 @@ REDACTED = "***"
 
 # Applied when logstore creates the topic and the DDL does not say (Paimon's defaults too).
 DEFAULT_PARTITIONS = 1
+# Paimon's "full compaction after this many commits": the ingest job's own compaction of the Delta
+# table's small files, every this many epochs it commits (0: never).
+COMPACTION_KEY = "full-compaction.delta-commits"
+DEFAULT_COMPACTION_EPOCHS = 25
 # The replication of a topic whose DDL does not say is the cluster's own default
 # (``default.replication.factor``): 1 on one broker, 3 on a local three-node cluster.
 BROKER_DEFAULT = "broker default"

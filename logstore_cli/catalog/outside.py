@@ -15,7 +15,13 @@ from pathlib import Path
 
 from logstore_cli.catalog.epochs import commit_versions, committed_version
 from logstore_cli.errors import LogstoreError
-from logstore_cli.ingest.outside import OUTSIDE_WRITER, OutsideCommit, classify, parse_actions
+from logstore_cli.ingest.outside import (
+    OUTSIDE_WRITER,
+    OutsideCommit,
+    changes_data,
+    classify,
+    parse_actions,
+)
 
 # What a scan has classified, by version (None: not an outside write); commits never change.
 Cache = MutableMapping[int, OutsideCommit | None]
@@ -44,6 +50,21 @@ def read_commit(table: Path, version: int) -> OutsideCommit | None:
             f"cannot read Delta commit {path}: {exc}",
             hint="check the table's _delta_log directory: its commit files are Delta's JSON",
         ) from exc
+
+
+def only_maintenance_since(table: Path, version: int) -> bool:
+    """Whether every commit after ``version`` changes no data (compactions, property changes):
+    a commit that lost the race to them only has to be made again."""
+    newer = [v for v in commit_versions(table) if v > version]
+    for v in newer:
+        path = table / "_delta_log" / f"{v:020d}.json"
+        try:
+            with path.open("rb") as fh:
+                if changes_data(parse_actions(fh)):
+                    return False
+        except (OSError, ValueError):
+            return False  # unreadable or cleaned up: not known to be harmless
+    return bool(newer)
 
 
 def carried_through(table: Path) -> int:

@@ -289,9 +289,21 @@ def _epoch_line(r: EpochReport, quarantined_total: int) -> str:
         f"{r.rows:,} rows, {r.log_records:,} log records, {r.rows_per_s:,.0f} rows/s"
     )  # fmt: skip
     version = "-" if r.delta_version is None else str(r.delta_version)
+    extra = ""
+    if r.commit_retries:
+        extra += f"; committed again after losing {r.commit_retries} race(s) to a compaction"
+    if r.compacted is not None:
+        c = r.compacted
+        extra += (
+            f"; compacted {c.files_removed} small files into {c.files_added} (Delta v{c.version})"
+            if c.version is not None
+            else "; compaction: nothing to compact"
+        )
+    if r.compaction_failed:
+        extra += f"; compaction skipped: {r.compaction_failed}"
     return (
         f"epoch {r.epoch}: {what}; Delta v{version}; log end offsets {offsets}; "
-        f"quarantined {r.quarantined} (total {quarantined_total})"
+        f"quarantined {r.quarantined} (total {quarantined_total}){extra}"
     )
 
 

@@ -14,7 +14,12 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-from logstore_cli.model import DEFAULT_PARTITIONS, edit_distance
+from logstore_cli.model import (
+    COMPACTION_KEY,
+    DEFAULT_COMPACTION_EPOCHS,
+    DEFAULT_PARTITIONS,
+    edit_distance,
+)
 
 # Keys under these prefixes must be known: a misspelling is an error, not a silently ignored key.
 RESERVED_PREFIXES = ("log-store.", "log.", "mixed-format.", "arctic.")
@@ -69,6 +74,7 @@ class PropertyDef:
 
 
 _A, _P = Vocabulary.AMORO, Vocabulary.PAIMON
+
 _STARTUP_MODES = ("earliest", "latest", "timestamp", "group-offsets", "specific-offsets")
 _SCAN_MODES = (
     "default",
@@ -219,6 +225,17 @@ REGISTRY: tuple[PropertyDef, ...] = (
         "Partitions of the topic when logstore creates it.",
         default=str(DEFAULT_PARTITIONS),
         minimum=1,
+    ),
+    PropertyDef(
+        COMPACTION_KEY,
+        PropType.INT,
+        _P,
+        "The ingest job compacts the Delta table's small files (files under 64 MiB into files of "
+        "up to 128 MiB, Delta's auto-compaction sizes) after every this many epochs it commits; "
+        "`0`: never. An epoch's MERGE writes a few files (up to the job's shuffle partitions): "
+        "25 epochs make about Delta's own auto-compaction trigger, 50 small files.",
+        default=str(DEFAULT_COMPACTION_EPOCHS),
+        minimum=0,
     ),
     PropertyDef(
         "log.system.replication",

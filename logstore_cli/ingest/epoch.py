@@ -15,6 +15,11 @@ stores: the Kafka log and the Delta table (docs/consistency.md §3). The steps, 
    the end offsets: **the commit point**;
 5. publish a commit marker ``(W, N, A, version)`` to every partition, flushed.
 
+A commit that loses the race to a compaction run beside the job (commits that change no data) is
+made again against the new snapshot, same attempt (``CompactionConflict``); any other conflict ends
+the job. Every ``compact_every`` committed epochs, after the markers, the job compacts the table's
+small files itself (a commit without data and without epoch metadata).
+
 Before the first epoch (in ``start``) and before every epoch after it, writes to the Delta table
 that are not logstore epochs (*outside writes*: a user's ``DELETE`` in Spark SQL) are carried into
 the log (``_carry``): their changes from the Change Data Feed as an epoch of the reserved writer
@@ -46,6 +51,7 @@ from logstore_cli.ingest.outside import OUTSIDE_WRITER, OutsideCommit
 from logstore_cli.logformat.wire import CommitMarker, EpochId
 
 EPOCH_CRASH_POINTS = ("before-log", "after-log", "after-commit", "after-markers")
+COMMIT_RETRIES = 5  # commits lost in a row to compactions before the epoch fails
 CARRY_CRASH_POINTS = ("carry-after-log", "carry-after-commit")  # only with outside writes to carry
 CRASH_POINTS = EPOCH_CRASH_POINTS + CARRY_CRASH_POINTS
 
@@ -74,6 +80,34 @@ class Committed:
     epoch: EpochId
     version: int
     offsets: dict[int, int]
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """A compaction of the table's small files: files removed and added, the commit's version
+    (None when there was nothing to compact)."""
+
+    files_removed: int
+    files_added: int
+    version: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files_removed": self.files_removed,
+            "files_added": self.files_added,
+            "delta_version": self.version,
+        }
+
+
+class CompactionConflict(LogstoreError):
+    """An epoch's Delta commit lost the race to commits that changed no data (a compaction: an
+    OPTIMIZE run beside the job): nothing was committed, and committing the epoch again against
+    the new snapshot is safe (Delta's transaction id still makes it exactly once)."""
+
+
+class CompactionFailed(LogstoreError):
+    """The job's own compaction did not commit (another program committed first); the table is
+    unchanged and the next compaction tries again."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +157,12 @@ class TableCommitter(Protocol[B_contra]):
     def mark(self, eid: EpochId, offsets: Mapping[int, int]) -> int:
         """Commit no data, idempotently, as ``(eid.writer, eid.epoch)`` with ``eid`` and
         ``offsets`` in the commit metadata (a carry's commit); the version it committed as."""
+        ...
+
+    def compact(self) -> Compacted:
+        """Rewrite the table's small files into fewer (a commit that changes no data, without
+        epoch metadata); raises CompactionFailed when it could not (another program's commit won
+        the race): the table is as it was."""
         ...
 
 
@@ -198,6 +238,9 @@ class EpochReport:
     republished: bool  # already committed by an earlier attempt: only its markers were sent
     seconds: float
     phases: dict[str, float] = field(default_factory=dict)  # seconds: read, log, delta, markers
+    commit_retries: int = 0  # commits lost to a concurrent compaction and made again
+    compacted: Compacted | None = None  # the job's own compaction after this epoch
+    compaction_failed: str | None = None  # why that compaction did not commit
 
     @property
     def rows_per_s(self) -> float:
@@ -218,6 +261,9 @@ class EpochReport:
             "seconds": round(self.seconds, 3),
             "rows_per_s": round(self.rows_per_s, 1),
             "phases": {name: round(t, 3) for name, t in self.phases.items()},
+            "commit_retries": self.commit_retries,
+            "compacted": self.compacted.to_json() if self.compacted else None,
+            "compaction_failed": self.compaction_failed,
         }
 
 
@@ -249,6 +295,8 @@ class EpochProtocol(Generic[B]):
         clock: Callable[[], float] = time.monotonic,
         outside: OutsideWrites[B] | None = None,
         on_carry: Callable[[CarryReport], None] = lambda report: None,
+        compact_every: int = 0,
+        commit_retries: int = COMMIT_RETRIES,
     ) -> None:
         if log is None and table is None:
             raise ValueError("an ingest job writes the log, the table or both")
@@ -263,6 +311,9 @@ class EpochProtocol(Generic[B]):
         self.clock = clock
         self.outside = outside if log is not None and table is not None else None
         self.on_carry = on_carry
+        self.compact_every = compact_every if table is not None else 0
+        self.commit_retries = commit_retries
+        self._since_compaction = 0
         self._last_attempt: str | None = None
         self._started = False
 
@@ -316,10 +367,10 @@ class EpochProtocol(Generic[B]):
         self.crash_point("after-log", epoch)
         offsets = dict(produced.offsets) if produced is not None else {}
         version = None
+        retries = 0
         rows = produced.rows if produced is not None else 0
         if self.table is not None:
-            self.lease.check(self.commit_margin_s)
-            version = self.table.commit(batch, eid, offsets)
+            version, retries = self._commit(self.table, batch, eid, offsets)
             if produced is None:
                 rows = self.table.count(batch)
             phase("delta")
@@ -327,10 +378,45 @@ class EpochProtocol(Generic[B]):
         self._publish(CommitMarker(eid, version))
         phase("markers")
         self.crash_point("after-markers", epoch)
+        compacted, failed = self._compact()
+        if compacted is not None or failed is not None:
+            phase("compaction")
         return EpochReport(
             self.writer, epoch, eid.attempt, rows, produced.records if produced else 0,
-            quarantined, version, offsets, False, self.clock() - started, phases,
+            quarantined, version, offsets, False, self.clock() - started, phases, retries,
+            compacted, failed,
         )  # fmt: skip
+
+    def _commit(
+        self, table: TableCommitter[B], batch: B, eid: EpochId, offsets: Mapping[int, int]
+    ) -> tuple[int, int]:
+        """Step 4: the lease checked, then the commit; a commit lost to a compaction is made
+        again (same attempt: its records are in the log), up to ``commit_retries`` times.
+        The version and the number of retries."""
+        retries = 0
+        while True:
+            self.lease.check(self.commit_margin_s)
+            try:
+                return table.commit(batch, eid, offsets), retries
+            except CompactionConflict:
+                if retries >= self.commit_retries:
+                    raise
+                retries += 1
+
+    def _compact(self) -> tuple[Compacted | None, str | None]:
+        """Every ``compact_every`` epochs this job committed, after the markers (between
+        epochs: the job is the table's one writer, so only another program can race it)."""
+        if not self.compact_every or self.table is None:
+            return None, None
+        self._since_compaction += 1
+        if self._since_compaction < self.compact_every:
+            return None, None
+        self._since_compaction = 0
+        self.lease.check()
+        try:
+            return self.table.compact(), None
+        except CompactionFailed as exc:
+            return None, exc.message
 
     def _carry(self) -> CarryReport | None:
         """Carry the outside writes committed since the last look into the log, as epoch

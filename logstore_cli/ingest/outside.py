@@ -104,25 +104,26 @@ def commit_timestamp_ms(info: Mapping[str, Any]) -> int | None:
     return ts if isinstance(ts, int) and not isinstance(ts, bool) else None
 
 
+def changes_data(actions: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a commit changes the table's data: an ``add``/``remove`` with ``dataChange`` true,
+    or a ``cdc`` file (CREATE TABLE, SET TBLPROPERTIES, OPTIMIZE, VACUUM: no)."""
+    for action in actions:
+        if "cdc" in action:
+            return True
+        for name in ("add", "remove"):
+            body = action.get(name)
+            if isinstance(body, Mapping) and body.get("dataChange", True) is not False:
+                return True
+    return False
+
+
 def classify(version: int, actions: Iterable[Mapping[str, Any]]) -> OutsideCommit | None:
     """The outside write a commit is, from its actions (the commit file's lines, parsed); None for
-    an epoch commit and for a commit that changes no data (CREATE TABLE, SET TBLPROPERTIES, ADD
-    COLUMNS, OPTIMIZE, VACUUM: ``dataChange`` false or no file at all)."""
-    info: Mapping[str, Any] = {}
-    changes = False
-    for action in actions:
-        if "commitInfo" in action and isinstance(action["commitInfo"], Mapping):
-            info = action["commitInfo"]
-            if is_epoch_commit(info):
-                return None
-        elif "cdc" in action:
-            changes = True
-        else:
-            for name in ("add", "remove"):
-                body = action.get(name)
-                if isinstance(body, Mapping) and body.get("dataChange", True) is not False:
-                    changes = True
-    if not changes:
+    an epoch commit and for a commit that changes no data (``changes_data``)."""
+    actions = list(actions)
+    infos = [a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), Mapping)]
+    info: Mapping[str, Any] = infos[-1] if infos else {}
+    if any(is_epoch_commit(i) for i in infos) or not changes_data(actions):
         return None
     operation, engine = info.get("operation"), info.get("engineInfo")
     return OutsideCommit(

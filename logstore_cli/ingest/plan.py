@@ -15,7 +15,13 @@ from pathlib import PurePath
 
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.logformat.wire import RowKind
-from logstore_cli.model import ChangelogMode, EmitMode, TableSpec
+from logstore_cli.model import (
+    COMPACTION_KEY,
+    DEFAULT_COMPACTION_EPOCHS,
+    ChangelogMode,
+    EmitMode,
+    TableSpec,
+)
 from logstore_cli.names import identifier_problem
 
 # -- the normalized change stream ---------------------------------------------------------------
@@ -244,6 +250,13 @@ def resolve_stores(table: TableSpec, emit: str | None) -> Stores:
             "(log-store.enabled=true or log.system=kafka)",
         )
     return stores
+
+
+def compact_every(table: TableSpec) -> int:
+    """After how many committed epochs the job compacts the table (0: never); the DDL checked the
+    value, so a table altered by hand to garbage falls back to the default."""
+    value = table.properties.get(COMPACTION_KEY, "").strip()
+    return int(value) if value.isdigit() else DEFAULT_COMPACTION_EPOCHS
 
 
 def log_kinds(table: TableSpec) -> frozenset[RowKind]:

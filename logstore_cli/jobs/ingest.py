@@ -29,13 +29,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from logstore_cli.catalog import epochs
-from logstore_cli.catalog.outside import Follower
+from logstore_cli.catalog.outside import Follower, only_maintenance_since
 from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError, OutsideWriteError
 from logstore_cli.ingest import plan
 from logstore_cli.ingest.epoch import (
     CRASH_POINTS,
     CarryReport,
     Committed,
+    Compacted,
+    CompactionConflict,
+    CompactionFailed,
     EpochProtocol,
     EpochReport,
     OutsidePending,
@@ -73,6 +76,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# The job's own compaction: what Delta's auto compaction would do, but between epochs. Delta's own
+# (``delta.autoOptimize.autoCompact``) is off in the job: it runs inside the epoch's commit and its
+# OPTIMIZE commit would carry the epoch's metadata (checked on Delta 4.0.1).
+COMPACTION_CONF = {
+    "spark.databricks.delta.optimize.minFileSize": str(64 * 1024 * 1024),
+    "spark.databricks.delta.optimize.maxFileSize": str(128 * 1024 * 1024),
+}
+AUTO_COMPACT = "spark.databricks.delta.autoCompact.enabled"
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -501,7 +512,28 @@ class DeltaCommitter:
         return batch.good.count()
 
     def commit(self, batch: SparkBatch, eid: EpochId, offsets: Mapping[int, int]) -> int:
-        """Commit the epoch to Delta, idempotently; returns the version it committed as."""
+        """Commit the epoch to Delta, idempotently; returns the version it committed as. A commit
+        that lost the race to commits changing no data raises CompactionConflict (the protocol
+        commits again)."""
+        versions = epochs.commit_versions(self.path)
+        before = versions[0] if versions else -1
+        try:
+            self._write(batch, eid, offsets)
+        except Exception as exc:
+            explained = explain_commit_failure(str(exc), "")
+            if (
+                explained is not None
+                and explained.cause == "another-writer"
+                and only_maintenance_since(self.path, before)
+            ):
+                raise CompactionConflict(
+                    f"the commit of epoch {eid.epoch} lost the race to a compaction of the table",
+                    detail=_first_line(exc),
+                ) from exc
+            raise
+        return self._committed_as(eid)
+
+    def _write(self, batch: SparkBatch, eid: EpochId, offsets: Mapping[int, int]) -> None:
         from delta.tables import DeltaTable
 
         good = batch.good
@@ -567,7 +599,40 @@ class DeltaCommitter:
             finally:
                 for key in (TXN_APP_ID, TXN_VERSION, USER_METADATA):
                     conf.unset(key)
-        return self._committed_as(eid)
+
+    def compact(self) -> Compacted:
+        """Delta's OPTIMIZE (bin-packing) of the files under 64 MiB into files of up to 128 MiB
+        (Delta's auto-compaction sizes: compacted files are not rewritten again and again), run
+        between epochs with no epoch metadata set."""
+        from delta.tables import DeltaTable
+
+        if self.spark is None:
+            raise LogstoreError("a compaction needs the job's Spark session")
+        conf = self.spark.conf
+        for key, value in COMPACTION_CONF.items():
+            conf.set(key, value)
+        try:
+            metrics = (
+                DeltaTable.forPath(self.spark, str(self.path))
+                .optimize()
+                .executeCompaction()
+                .collect()[0]["metrics"]
+            )
+        except Exception as exc:
+            explained = explain_commit_failure(str(exc), "")
+            if explained is not None and explained.cause == "another-writer":
+                raise CompactionFailed(
+                    "the compaction lost the race to another program's commit; the next one "
+                    "tries again",
+                    detail=_first_line(exc),
+                ) from exc
+            raise
+        finally:
+            for key in COMPACTION_CONF:
+                conf.unset(key)
+        removed, added = int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"])
+        version = epochs.commit_versions(self.path)[0] if removed or added else None
+        return Compacted(removed, added, version)
 
     def mark(self, eid: EpochId, offsets: Mapping[int, int]) -> int:
         """A commit without data that records ``eid`` (an empty append: Delta 4.0.1 commits it
@@ -893,6 +958,7 @@ def protocol_for(
     on_carry: Callable[[CarryReport], None] = lambda report: None,
 ) -> EpochProtocol[SparkBatch]:
     """The job's protocol over the Spark, Kafka and Delta ports its stores need."""
+    spark.conf.set(AUTO_COMPACT, "false")  # the job compacts between epochs itself
     log = None
     if job.stores.log and job.kafka is not None and producer is not None and admin is not None:
         log = KafkaLogSink(job.table, producer, admin, job.kafka.topic, max_bytes)
@@ -913,6 +979,7 @@ def protocol_for(
         crash_point=crash_point,
         outside=outside,
         on_carry=on_carry,
+        compact_every=plan.compact_every(job.table),
     )
 
 

@@ -68,7 +68,8 @@ def test_create_table_leaves_nothing_in_the_current_directory(tmp_path: Path) ->
     cwd.mkdir()
     proc = subprocess.run(
         [sys.executable, "-m", "logstore_cli", "create-table", "--json",
-         "--sql", "CREATE TABLE db.t (id INT NOT NULL, PRIMARY KEY (id) NOT ENFORCED) USING delta"],
+         "--sql", "CREATE TABLE db.t (id INT NOT NULL, PRIMARY KEY (id) NOT ENFORCED) USING delta "
+         "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"],  # a Spark-only property
         cwd=cwd, env={**os.environ, "LOGSTORE_STATE_DIR": str(state)},
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip

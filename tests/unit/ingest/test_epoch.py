@@ -25,9 +25,13 @@ from logstore_cli.catalog.lease import LeaseLostError
 from logstore_cli.errors import LogstoreError, OutsideWriteError
 from logstore_cli.ingest.epoch import (
     CARRY_CRASH_POINTS,
+    COMMIT_RETRIES,
     CRASH_POINTS,
     EPOCH_CRASH_POINTS,
     Committed,
+    Compacted,
+    CompactionConflict,
+    CompactionFailed,
     EpochProtocol,
     EpochReport,
     OutsidePending,
@@ -63,6 +67,8 @@ class World:
     # Writes made to the table outside logstore: (version, rows); versions are shared with commits
     outside: list[tuple[int, dict[int, str]]] = field(default_factory=list)
     version: int = 0  # the table's latest version (0: created)
+    compactions_racing: int = 0  # the next commits lose this many races to a compaction
+    compaction_raced: bool = False  # the job's next compaction loses to another program
 
     def outside_write(self, rows: Mapping[int, str]) -> int:
         """Another program changes the table (a Spark SQL UPDATE, say)."""
@@ -149,6 +155,10 @@ class FakeTable:
 
     def commit(self, batch: Batch, eid: EpochId, offsets: Mapping[int, int]) -> int:
         self.world.events.append(("commit", eid, dict(offsets)))
+        if self.world.compactions_racing:
+            self.world.compactions_racing -= 1
+            self.world.version += 1  # the compaction's commit: no data changed
+            raise CompactionConflict("lost the race to a compaction")
         if self.world.txn.get(eid.writer, -1) >= eid.epoch:
             raise LogstoreError("Delta skipped the epoch as already written")
         self.world.txn[eid.writer] = eid.epoch
@@ -163,6 +173,14 @@ class FakeTable:
     def mark(self, eid: EpochId, offsets: Mapping[int, int]) -> int:
         self.world.events.append(("mark", eid, dict(offsets)))
         return self.commit(Batch(()), eid, offsets)
+
+    def compact(self) -> Compacted:
+        self.world.events.append(("compact",))
+        if self.world.compaction_raced:
+            self.world.compaction_raced = False
+            raise CompactionFailed("lost the race to another program's commit")
+        self.world.version += 1
+        return Compacted(4, 1, self.world.version)
 
 
 class FakeOutside:
@@ -245,6 +263,7 @@ def make(
     margin: float = 20.0,
     start: bool = True,
     outside: FakeOutside | None = None,
+    compact_every: int = 0,
 ) -> tuple[EpochProtocol[Batch], FakeLease]:
     lease = lease or FakeLease(world)
     protocol: EpochProtocol[Batch] = EpochProtocol(
@@ -258,6 +277,7 @@ def make(
         crash_point=crash or (lambda point, epoch: None),
         clock=itertools.count().__next__,  # a clock that moves on every reading
         outside=outside or FakeOutside(world),
+        compact_every=compact_every,
     )
     if start:
         protocol.start()
@@ -686,3 +706,68 @@ def test_a_job_that_writes_one_store_carries_nothing() -> None:
     world.outside_write({1: "outside"})
     protocol.run(0, batch(2))
     assert "changes" not in steps(world)
+
+
+# -- compaction beside and inside the job ---------------------------------------------------------
+
+
+def test_a_commit_lost_to_a_compaction_is_made_again_with_the_same_attempt() -> None:
+    world = World()
+    protocol, _ = make(world)
+    world.compactions_racing = 2
+    report = protocol.run(0, batch(1, 2))
+    commits = [e for e in world.events if e[0] == "commit"]
+    assert len(commits) == 3 and len({e[1] for e in commits}) == 1  # one attempt, three tries
+    # each try is preceded by its own lease check with the margin
+    assert [e for e in world.events if e[0] in ("lease", "commit")][-6:] == [
+        ("lease", 20.0), commits[0], ("lease", 20.0), commits[1], ("lease", 20.0), commits[2],
+    ]  # fmt: skip
+    assert report.commit_retries == 2 and report.delta_version == world.version
+    assert world.data == {1: "v1", 2: "v2"}
+    assert_consistent(world)
+    assert world.folded_log() == world.data
+
+
+def test_commits_lost_to_compactions_without_end_fail_the_epoch_unmarked() -> None:
+    world = World()
+    protocol, _ = make(world)
+    world.compactions_racing = COMMIT_RETRIES + 1
+    with pytest.raises(CompactionConflict):
+        protocol.run(0, batch(1))
+    assert world.commits == [] and world.markers() == []
+    # the next run of the epoch (a restart) commits it: nothing lost, nothing twice
+    protocol.run(0, batch(1))
+    assert world.data == {1: "v1"} and len(world.commits) == 1
+    assert_consistent(world)
+
+
+def test_the_job_compacts_after_every_n_committed_epochs_after_the_markers() -> None:
+    world = World()
+    protocol, _ = make(world, compact_every=3)
+    reports = [protocol.run(n, batch(n)) for n in range(7)]
+    assert [r.epoch for r in reports if r.compacted is not None] == [2, 5]
+    after = steps(world)[steps(world).index("compact") - 2 :][:3]
+    assert after == ["markers", "lease", "compact"]  # between epochs, lease checked
+    assert reports[2].compacted == Compacted(4, 1, reports[2].delta_version + 1)
+    assert "compaction" in reports[2].phases and "compaction" not in reports[1].phases
+    assert_consistent(world)
+
+
+def test_a_compaction_lost_to_another_program_is_skipped_and_tried_again_next_time() -> None:
+    world = World()
+    protocol, _ = make(world, compact_every=1)
+    world.compaction_raced = True
+    first, second = protocol.run(0, batch(1)), protocol.run(1, batch(2))
+    assert first.compacted is None and first.compaction_failed is not None
+    assert "lost the race" in first.compaction_failed
+    assert second.compacted is not None and second.compaction_failed is None
+    assert world.data == {1: "v1", 2: "v2"}
+
+
+def test_no_compaction_by_default_or_without_a_table() -> None:
+    world = World()
+    protocol, _ = make(world)
+    protocol.run(0, batch(1))
+    log_only, _ = make(world, "w-2", table=False, compact_every=1)
+    log_only.run(0, batch(2))
+    assert "compact" not in steps(world)
