@@ -105,6 +105,12 @@ COMMANDS = (
         "Show a table's Delta commits, newest first: epochs, outside writes, maintenance.",
     ),
     _cli(
+        "optimize",
+        "optimize",
+        "optimize",
+        "Compact a table's small files (Delta OPTIMIZE); safe while an ingest runs.",
+    ),
+    _cli(
         "verify",
         "verify",
         "verify",
