@@ -220,7 +220,7 @@ def test_limit_and_a_closed_pipe(table: Ingested) -> None:
     assert "Traceback" not in piped.stderr and "Error" not in piped.stderr, piped.stderr
 
 
-# -- the Delta table (delta-rs; Spark when asked) ----------------------------------------------------------------------
+# -- the Delta table (delta-rs; Spark when asked) -----------------------------------------------
 
 
 def test_file_mode_snapshot_and_changes(table: Ingested) -> None:

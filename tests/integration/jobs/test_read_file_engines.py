@@ -95,10 +95,12 @@ def test_both_engines_print_the_same_lines(spark: SparkSession, warehouse: Path)
         line[: len('"kind":"+I"') + 1][1:] for line in feed
     }
     assert '"price":null' in "".join(ours) and "é" in "".join(ours)
-    for given in ({}, {"as_of": "2"}, {"as_of": "0"}):
+    snapshots: list[dict[str, Any]] = [{}, {"as_of": "2"}, {"as_of": "0"}]
+    for given in snapshots:
         spark_lines, ours = _both(spark, warehouse, **given)
         assert sorted(ours) == sorted(spark_lines), given  # a snapshot's order is the files'
-    for given in ({"changes": True, "as_of": "3"}, {"changes": True, "limit": 50}):
+    feeds: list[dict[str, Any]] = [{"changes": True, "as_of": "3"}, {"changes": True, "limit": 50}]
+    for given in feeds:
         spark_lines, ours = _both(spark, warehouse, **given)
         assert ours == spark_lines, given
 

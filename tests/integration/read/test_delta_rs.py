@@ -231,9 +231,10 @@ def test_a_failed_write_leaves_nothing_and_says_why(
         return changes_of(table, req, version)
 
     monkeypatch.setattr(delta_rs, "_changes_of", failing)
-    for kind in ("parquet", "delta"):
+    kinds: tuple[plan.OutputKind, ...] = ("parquet", "delta")
+    for kind in kinds:
         target = tmp_path / f"out-{kind}"
-        req = _request(warehouse, changes=True, output=plan.OutputSpec(kind, str(target)))  # type: ignore[arg-type]
+        req = _request(warehouse, changes=True, output=plan.OutputSpec(kind, str(target)))
         with pytest.raises(LogstoreError, match="the disk went away"):
             delta_rs.read_with_delta_rs(req, None)
         assert not target.exists(), kind
