@@ -322,7 +322,7 @@ def _run(
     if req.engine == "delta-rs":
         from logstore_cli.read.delta_rs import read_with_delta_rs
 
-        return read_with_delta_rs(req, sink)
+        return read_with_delta_rs(req, sink, stop=stop)
     if spark is None:
         from logstore_cli.read.service import read_with_consumer
 

@@ -24,7 +24,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -55,9 +55,13 @@ _VERSION_HINT = (
 )
 
 
-def read_with_delta_rs(req: ReadRequest, sink: Sink | None) -> ReadSummary:
+def read_with_delta_rs(
+    req: ReadRequest, sink: Sink | None, *, stop: Callable[[], bool] = lambda: False
+) -> ReadSummary:
     """One ``--mode file`` read: to ``sink`` (a terminal table, JSON lines) or, when ``sink`` is
-    None, to the request's Delta or Parquet path."""
+    None, to the request's Delta or Parquet path. ``stop()`` is asked between batches: a read to
+    the sink ends there (what it emitted stays), a read to a path is removed and ends with
+    ``KeyboardInterrupt``."""
     assert req.mode == "file"
     began = time.monotonic()
     summary = ReadSummary(req.name, "file", ENGINE, None)
@@ -74,14 +78,14 @@ def read_with_delta_rs(req: ReadRequest, sink: Sink | None) -> ReadSummary:
             table = _at_version(table, version)
         summary.snapshot_version = version
         batches = _snapshot_batches(table, req, version)
+    batches = _limited(batches, req.limit, stop, stopping=req.output.path if sink is None else None)
     if sink is None:
         assert req.output.path is not None and req.output.kind in ("delta", "parquet")
         check_new_path(req.output.path)  # again, right before writing
-        summary.rows = _write(req, _limited(batches, req.limit))
-        summary.limited = req.limit is not None and summary.rows >= req.limit
+        summary.rows = _write(req, _output_schema(req, table), batches)
     else:
         summary.rows = _drain(req, batches, sink)
-        summary.limited = req.limit is not None and summary.rows >= req.limit
+    summary.limited = req.limit is not None and summary.rows >= req.limit
     if not req.changes:
         summary.snapshot_rows = summary.rows
     summary.seconds = time.monotonic() - began
@@ -285,17 +289,24 @@ def _changes_of(table: DeltaTable, req: ReadRequest, version: int) -> pa.Table:
         ) from exc
 
 
-def _limited(batches: Iterator[Batch], limit: int | None) -> Iterator[Batch]:
-    """``batches`` cut at ``limit`` rows; reading stops there."""
-    if limit is None:
-        yield from batches
-        return
+def _limited(
+    batches: Iterator[Batch], limit: int | None, stop: Callable[[], bool], *, stopping: str | None
+) -> Iterator[Batch]:
+    """``batches`` cut at ``limit`` rows, or where ``stop()`` says; reading ends there. A stopped
+    write to the path ``stopping`` raises ``KeyboardInterrupt`` (the write removes its output)."""
     left = limit
     for rows, kinds, versions in batches:
-        if rows.num_rows >= left:
+        if stop():
+            if stopping is not None:
+                interrupt = KeyboardInterrupt()
+                interrupt.add_note(f"stopped: nothing was written to {stopping}")
+                raise interrupt
+            return
+        if left is not None and rows.num_rows >= left:
             yield rows.slice(0, left), kinds.slice(0, left), versions.slice(0, left)
             return
-        left -= rows.num_rows
+        if left is not None:
+            left -= rows.num_rows
         yield rows, kinds, versions
 
 
@@ -308,7 +319,7 @@ def _drain(req: ReadRequest, batches: Iterator[Batch], sink: Sink) -> int:
     arrow = ArrowRows(req.schema)
     kind_of: dict[str, RowKind] = {"+I": RowKind.INSERT, **_CDF_KINDS}
     count = 0
-    for rows, kinds, versions in _limited(batches, req.limit):
+    for rows, kinds, versions in batches:
         for row, kind, version in zip(
             rows.to_pylist(), kinds.to_pylist(), versions.to_pylist(), strict=True
         ):
@@ -343,10 +354,10 @@ def _row_kinds(kinds: pa.Array) -> pa.Array:
     return text
 
 
-def _output_schema(req: ReadRequest) -> pa.Schema:
+def _output_schema(req: ReadRequest, table: DeltaTable) -> pa.Schema:
+    """The table's columns in its Arrow types (at the version read), then logstore's."""
     import pyarrow as pa
 
-    table = _open(req.table.ref.path)
     base = table.to_pyarrow_dataset().schema
     fields = [base.field(name) for name in req.schema.names]
     fields.append(pa.field(KIND, pa.string()))
@@ -361,11 +372,10 @@ def _conform(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Iterator[p
         yield batch if batch.schema.equals(schema) else batch.cast(schema)
 
 
-def _write(req: ReadRequest, batches: Iterator[Batch]) -> int:
+def _write(req: ReadRequest, schema: pa.Schema, batches: Iterator[Batch]) -> int:
     import pyarrow as pa
 
     assert req.output.path is not None
-    schema = _output_schema(req)
     counted = _Counted(_conform(schema, _output_batches(req, batches)))
     target = Path(req.output.path)
     _create_dir(target)

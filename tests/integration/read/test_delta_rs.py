@@ -238,3 +238,34 @@ def test_a_failed_write_leaves_nothing_and_says_why(
         with pytest.raises(LogstoreError, match="the disk went away"):
             delta_rs.read_with_delta_rs(req, None)
         assert not target.exists(), kind
+
+
+def test_a_stop_ends_a_read_and_a_stopped_write_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "wh"
+    path = write_table(root, "CREATE TABLE shop.big (id BIGINT NOT NULL)")
+    write_deltalake(str(path), pa.table({"id": pa.array(range(30_000), pa.int64())}), mode="append")
+    asked = 0
+
+    def stop_at_the_third_batch() -> bool:
+        nonlocal asked
+        asked += 1
+        return asked > 2
+
+    req = _request(root, "shop.big")
+    buffer = io.StringIO()
+    summary = delta_rs.read_with_delta_rs(
+        req, JsonLines(req.schema, buffer), stop=stop_at_the_third_batch
+    )
+    assert summary.rows == len(buffer.getvalue().splitlines()) == 2 * 8192
+    assert not summary.limited
+    kinds: tuple[plan.OutputKind, ...] = ("parquet", "delta")
+    for kind in kinds:
+        asked = 0
+        target = tmp_path / f"out-{kind}"
+        req = _request(root, "shop.big", output=plan.OutputSpec(kind, str(target)))
+        with pytest.raises(KeyboardInterrupt) as stopped:
+            delta_rs.read_with_delta_rs(req, None, stop=stop_at_the_third_batch)
+        assert f"nothing was written to {target}" in "".join(stopped.value.__notes__)
+        assert not target.exists(), kind
