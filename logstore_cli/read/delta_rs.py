@@ -10,7 +10,8 @@ version committed at or before it, a change feed starts at the first version com
 after it; a commit's time is its log file's modification time, as Delta without in-commit
 timestamps takes it.
 
-Memory: a snapshot is read in Arrow batches (``to_pyarrow_dataset`` → ``to_batches``) and written
+Memory: a snapshot is read in Arrow batches (``to_pyarrow_dataset`` → ``to_batches``; delta-rs's
+DataFusion scan for a table with deletion vectors, which pyarrow datasets do not read) and written
 out batch by batch, so a table larger than memory streams through. The change feed is read one
 commit version at a time, since delta-rs returns a range's changes in no particular order and the
 order above needs a version's changes sorted: memory holds the largest single commit's changes.
@@ -213,13 +214,14 @@ Batch = tuple["pa.RecordBatch", "pa.Array", "pa.Array"]
 def _snapshot_batches(table: DeltaTable, req: ReadRequest, version: int) -> Iterator[Batch]:
     import pyarrow as pa
 
+    names = list(req.schema.names)
+    schema = _arrow_schema(table, names)
     try:
-        dataset = table.to_pyarrow_dataset()
-        scanner = dataset.scanner(columns=list(req.schema.names), batch_size=_BATCH_ROWS)
-        for batch in scanner.to_batches():
+        for batch in _scan(table, names):
             if batch.num_rows:
                 n = batch.num_rows
-                yield batch, pa.repeat("+I", n), pa.repeat(version, n).cast(pa.int64())
+                rows = batch if batch.schema.equals(schema) else batch.cast(schema)
+                yield rows, pa.repeat("+I", n), pa.repeat(version, n).cast(pa.int64())
     except LogstoreError:
         raise
     except Exception as exc:
@@ -228,6 +230,25 @@ def _snapshot_batches(table: DeltaTable, req: ReadRequest, version: int) -> Iter
             f"{_first_line(exc)}",
             hint="check that the table's files are readable by this user",
         ) from exc
+
+
+def _scan(table: DeltaTable, names: list[str]) -> Iterator[pa.RecordBatch]:
+    """The table's rows in batches: a pyarrow dataset's scanner, or where the table needs a
+    reader feature pyarrow datasets lack (deletion vectors, column mapping), delta-rs's own
+    DataFusion scan, which streams too."""
+    import pyarrow as pa
+    from deltalake import QueryBuilder
+    from deltalake.exceptions import DeltaProtocolError
+
+    try:
+        dataset = table.to_pyarrow_dataset()
+    except DeltaProtocolError:
+        columns = ", ".join('"' + name.replace('"', '""') + '"' for name in names)
+        query = QueryBuilder({"datafusion.execution.batch_size": str(_BATCH_ROWS)})
+        stream = query.register("t", table).execute(f"SELECT {columns} FROM t")
+        yield from pa.RecordBatchReader.from_stream(stream)
+        return
+    yield from dataset.scanner(columns=names, batch_size=_BATCH_ROWS).to_batches()
 
 
 def _change_batches(
@@ -239,7 +260,7 @@ def _change_batches(
     import pyarrow.compute as pc
 
     names = list(req.schema.names)
-    types = _column_types(table, names)
+    types = _arrow_schema(table, names).types
     keys = list(req.spec.primary_key)
     rank_of = pa.array(list(_CDF_RANK))
     for version in range(first, latest + 1):
@@ -263,9 +284,12 @@ def _change_batches(
             offset += size
 
 
-def _column_types(table: DeltaTable, names: list[str]) -> list[pa.DataType]:
-    schema = table.to_pyarrow_dataset().schema
-    return [schema.field(name).type for name in names]
+def _arrow_schema(table: DeltaTable, names: list[str]) -> pa.Schema:
+    """The Arrow types of the table's columns ``names`` (at the version loaded)."""
+    import pyarrow as pa
+
+    schema = pa.schema(table.schema().to_arrow())
+    return pa.schema([schema.field(name) for name in names])
 
 
 def _changes_of(table: DeltaTable, req: ReadRequest, version: int) -> pa.Table:
@@ -358,8 +382,7 @@ def _output_schema(req: ReadRequest, table: DeltaTable) -> pa.Schema:
     """The table's columns in its Arrow types (at the version read), then logstore's."""
     import pyarrow as pa
 
-    base = table.to_pyarrow_dataset().schema
-    fields = [base.field(name) for name in req.schema.names]
+    fields = list(_arrow_schema(table, list(req.schema.names)))
     fields.append(pa.field(KIND, pa.string()))
     if req.changes:
         fields.append(pa.field(VERSION, pa.int64()))

@@ -269,3 +269,21 @@ def test_a_stop_ends_a_read_and_a_stopped_write_leaves_nothing(
             delta_rs.read_with_delta_rs(req, None, stop=stop_at_the_third_batch)
         assert f"nothing was written to {target}" in "".join(stopped.value.__notes__)
         assert not target.exists(), kind
+
+
+def test_a_table_with_deletion_vectors_is_read_by_delta_rs_own_scan(tmp_path: Path) -> None:
+    """pyarrow datasets refuse the reader feature: the engine scans with DataFusion instead."""
+    root = tmp_path / "wh"
+    path = write_table(root, "CREATE TABLE shop.dv (id BIGINT NOT NULL, name STRING)")
+    DeltaTable(str(path)).alter.set_table_properties({"delta.enableDeletionVectors": "true"})
+    assert "deletionVectors" in (DeltaTable(str(path)).protocol().reader_features or [])
+    rows = pa.table({"id": pa.array(range(20_000), pa.int64()), "name": ["x"] * 20_000})
+    write_deltalake(str(path), rows, mode="append")
+    DeltaTable(str(path)).delete("id % 2 = 1")
+    lines = _lines(_request(root, "shop.dv"))
+    assert _ids(lines) == list(range(0, 20_000, 2)) and {x["version"] for x in lines} == {3}
+    assert lines[0]["row"]["name"] == "x"
+    target = tmp_path / "dv.parquet"
+    req = _request(root, "shop.dv", as_of="2", output=plan.OutputSpec("parquet", str(target)))
+    assert delta_rs.read_with_delta_rs(req, None).rows == 20_000
+    assert pq.read_table(target).schema.field("name").type == pa.string()
