@@ -12,9 +12,10 @@ timestamps takes it.
 
 Memory: a snapshot is read in Arrow batches (``to_pyarrow_dataset`` → ``to_batches``; delta-rs's
 DataFusion scan for a table with deletion vectors, which pyarrow datasets do not read) and written
-out batch by batch, so a table larger than memory streams through. The change feed is read one
-commit version at a time, since delta-rs returns a range's changes in no particular order and the
-order above needs a version's changes sorted: memory holds the largest single commit's changes.
+out batch by batch, so a table larger than memory streams through. The change feed is read in
+windows of versions, each sorted, since delta-rs returns a range's changes in no particular order:
+memory holds one window's changes (a window doubles only while the last held under 32,768 and
+halves when one held over 65,536), or a single commit's when one holds more.
 ``--limit`` stops reading at the limit.
 """
 
@@ -42,6 +43,9 @@ ENGINE: Final = "delta-rs"
 KIND: Final = "_ls_kind"  # the Spark engine's column names in a Delta or Parquet output
 VERSION: Final = "_ls_version"
 _BATCH_ROWS: Final = 8192
+# A change feed is read in windows of versions of about this many changes (see _change_batches).
+_WINDOW_ROWS: Final = 65_536
+_MAX_SPAN: Final = 1024
 _CDF_KINDS: Final = {
     "insert": RowKind.INSERT,
     "update_preimage": RowKind.UPDATE_BEFORE,
@@ -254,29 +258,42 @@ def _scan(table: DeltaTable, names: list[str]) -> Iterator[pa.RecordBatch]:
 def _change_batches(
     table: DeltaTable, req: ReadRequest, first: int, latest: int
 ) -> Iterator[Batch]:
-    """The Change Data Feed from version ``first`` to ``latest``, one version at a time, each
-    sorted by primary key and change type."""
+    """The Change Data Feed from version ``first`` to ``latest`` in Delta's order: by version,
+    then primary key, then change type. Read a window of versions at a time and sorted: a window
+    grows while its changes stay few (one call per version costs milliseconds, a thousand epochs
+    seconds) and shrinks to one version when they are many, so memory stays near ``_WINDOW_ROWS``
+    changes, or one commit's when a single commit holds more."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     names = list(req.schema.names)
     types = _arrow_schema(table, names).types
-    keys = list(req.spec.primary_key)
+    order = [("_commit_version", "ascending")]
+    order += [(k, "ascending") for k in req.spec.primary_key] + [("_ls_rank", "ascending")]
     rank_of = pa.array(list(_CDF_RANK))
-    for version in range(first, latest + 1):
-        changes = _changes_of(table, req, version)
+    start, span = first, 1
+    while start <= latest:
+        last = min(latest, start + span - 1)
+        changes = _changes_of(table, req, start, last)
+        start = last + 1
+        if changes.num_rows < _WINDOW_ROWS // 2:
+            span = min(span * 2, _MAX_SPAN)
+        elif changes.num_rows > _WINDOW_ROWS:
+            span = max(span // 2, 1)
         if not changes.num_rows:
             continue
         # delta-rs gives strings as views, which some kernels (take) do not take: the table's types
         rows = pa.table([changes.column(n).cast(t) for n, t in zip(names, types, strict=True)],
                         names=names)  # fmt: skip
         change_type = changes.column("_change_type").cast(pa.string())
-        ranked = rows.append_column("_ls_rank", pc.index_in(change_type, value_set=rank_of))
-        order = [(k, "ascending") for k in keys] + [("_ls_rank", "ascending")]
+        version = changes.column("_commit_version").cast(pa.int64())
+        ranked = rows.append_column("_commit_version", version).append_column(
+            "_ls_rank", pc.index_in(change_type, value_set=rank_of)
+        )
         indices = pc.sort_indices(ranked, sort_keys=order)
         rows = rows.take(indices).combine_chunks()
         kinds = pc.take(change_type, indices).combine_chunks()
-        versions = pa.repeat(version, rows.num_rows).cast(pa.int64())
+        versions = pc.take(version, indices).combine_chunks()
         offset = 0
         for batch in rows.to_batches(max_chunksize=_BATCH_ROWS):
             size = batch.num_rows
@@ -292,23 +309,25 @@ def _arrow_schema(table: DeltaTable, names: list[str]) -> pa.Schema:
     return pa.schema([schema.field(name) for name in names])
 
 
-def _changes_of(table: DeltaTable, req: ReadRequest, version: int) -> pa.Table:
+def _changes_of(table: DeltaTable, req: ReadRequest, first: int, last: int) -> pa.Table:
+    """The Change Data Feed of versions ``first`` to ``last``, in delta-rs's order."""
     import pyarrow as pa
 
+    versions = f"version {first}" if first == last else f"versions {first} to {last}"
     try:
-        cdf = table.load_cdf(starting_version=version, ending_version=version)
+        cdf = table.load_cdf(starting_version=first, ending_version=last)
         return pa.RecordBatchReader.from_stream(cdf).read_all()
     except Exception as exc:
         text = _first_line(exc)
         if "change data" in text.lower():
             raise InvalidInputError(
                 f"Delta cannot read that version: the table has no Change Data Feed for "
-                f"version {version} ({text})",
+                f"{versions} ({text})",
                 hint="read its changes from a version after delta.enableChangeDataFeed was "
                 "set (--as-of V), or read its snapshot without --changes",
             ) from None
         raise LogstoreError(
-            f"cannot read the changes of {req.name} at version {version}: {text}",
+            f"cannot read the changes of {req.name} at {versions}: {text}",
             hint="check that the table's files are readable by this user",
         ) from exc
 

@@ -158,23 +158,41 @@ def test_a_change_feed_of_a_table_without_one_says_so(warehouse: Path) -> None:
 
 
 def test_limit_stops_reading(warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    read: list[int] = []
+    read: list[tuple[int, int]] = []
     changes_of = delta_rs._changes_of
 
-    def counted(table: Any, req: ReadRequest, version: int) -> Any:
-        read.append(version)
-        return changes_of(table, req, version)
+    def counted(table: Any, req: ReadRequest, first: int, last: int) -> Any:
+        read.append((first, last))
+        return changes_of(table, req, first, last)
 
     monkeypatch.setattr(delta_rs, "_changes_of", counted)
     feed = _lines(_request(warehouse, changes=True))
-    assert read == [0, 1, 2, 3, 4]
+    assert read == [(0, 0), (1, 2), (3, 4)]  # windows that grow while their changes are few
     read.clear()
     first = _lines(_request(warehouse, changes=True, limit=22))
-    assert first == feed[:22] and read == [0, 1, 2]  # version 3 is never read
+    assert first == feed[:22] and read == [(0, 0), (1, 2)]  # versions 3 and 4 are never read
     summary = delta_rs.read_with_delta_rs(
         _request(warehouse, limit=3), JsonLines(_request(warehouse).schema, io.StringIO())
     )
     assert summary.rows == 3 and summary.limited
+
+
+def test_a_window_shrinks_to_one_version_when_its_changes_are_many(
+    warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[tuple[int, int]] = []
+    changes_of = delta_rs._changes_of
+
+    def counted(table: Any, req: ReadRequest, first: int, last: int) -> Any:
+        read.append((first, last))
+        return changes_of(table, req, first, last)
+
+    monkeypatch.setattr(delta_rs, "_changes_of", counted)
+    monkeypatch.setattr(delta_rs, "_WINDOW_ROWS", 8)
+    feed = _lines(_request(warehouse, changes=True))
+    assert read == [(0, 0), (1, 2), (3, 3), (4, 4)]  # 30 changes in 1-2: back to one version
+    monkeypatch.setattr(delta_rs, "_WINDOW_ROWS", 65_536)
+    assert feed == _lines(_request(warehouse, changes=True))  # the same feed either way
 
 
 def test_parquet_is_written_batch_by_batch_as_spark_lays_it_out(
@@ -225,10 +243,10 @@ def test_a_failed_write_leaves_nothing_and_says_why(
 ) -> None:
     changes_of = delta_rs._changes_of
 
-    def failing(table: Any, req: ReadRequest, version: int) -> Any:
-        if version == 3:
+    def failing(table: Any, req: ReadRequest, first: int, last: int) -> Any:
+        if first <= 3 <= last:
             raise LogstoreError("the disk went away")
-        return changes_of(table, req, version)
+        return changes_of(table, req, first, last)
 
     monkeypatch.setattr(delta_rs, "_changes_of", failing)
     kinds: tuple[plan.OutputKind, ...] = ("parquet", "delta")
