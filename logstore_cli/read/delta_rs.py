@@ -76,6 +76,7 @@ def read_with_delta_rs(
     as_of = None if req.as_of is None else plan.parse_as_of(req.as_of)
     if req.changes:
         first = 0 if as_of is None else _first_version(path, as_of, latest)
+        _check_kept(path, first)
         batches = _change_batches(table, req, first, latest)
     else:
         version = latest if as_of is None else _snapshot_version(path, as_of, latest)
@@ -159,6 +160,18 @@ def _check_version(version: int, latest: int) -> None:
             f"Delta cannot read that version: version {version} is after the table's newest "
             f"version {latest}",
             hint=_VERSION_HINT,
+        )
+
+
+def _check_kept(path: Path, first: int) -> None:
+    """A change feed from ``first`` needs every commit from there: the Delta log still holds it."""
+    kept = commit_times(path)
+    oldest = min(kept, default=0)
+    if first < oldest:
+        raise InvalidInputError(
+            f"Delta cannot read that version: the Delta log keeps commits from version {oldest} "
+            f"on (older ones were cleaned up), so the changes from version {first} are gone",
+            hint=f"read the changes it keeps with --as-of {oldest}",
         )
 
 

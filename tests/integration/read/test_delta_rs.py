@@ -305,3 +305,22 @@ def test_a_table_with_deletion_vectors_is_read_by_delta_rs_own_scan(tmp_path: Pa
     req = _request(root, "shop.dv", as_of="2", output=plan.OutputSpec("parquet", str(target)))
     assert delta_rs.read_with_delta_rs(req, None).rows == 20_000
     assert pq.read_table(target).schema.field("name").type == pa.string()
+
+
+def test_changes_older_than_the_log_keeps_are_invalid_input(
+    warehouse: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    root = tmp_path / "wh"
+    shutil.copytree(warehouse / "shop" / "orders", root / "shop" / "orders")
+    log = root / "shop" / "orders" / "_delta_log"
+    DeltaTable(str(log.parent)).create_checkpoint()
+    for version in (0, 1, 2):  # what a log cleanup after the checkpoint removes
+        (log / f"{version:020d}.json").unlink()
+    for given in ({}, {"as_of": "2"}):
+        with pytest.raises(InvalidInputError, match="keeps commits from version 3 on") as err:
+            _lines(_request(root, changes=True, **given))
+        assert "--as-of 3" in (err.value.hint or "")
+    kept = _lines(_request(root, changes=True, as_of="3"))
+    assert {x["version"] for x in kept} == {3, 4}
