@@ -201,6 +201,11 @@ def test_read_file_is_json_lines_without_spark_or_java(setup: Setup) -> None:
     summary = json.loads(next(x for x in result.stderr.splitlines() if x.startswith("{")))
     assert summary["engine"] == "delta-rs" and summary["rows"] == len(ROWS)
     _clean_stderr(result)
+    out = setup.root / "file-out.jsonl"
+    to_file = setup.run("read", TABLE, "--mode", "file", "-o", f"jsonl:{out}", env=no_java)
+    assert to_file.returncode == 0 and to_file.stdout == "", to_file.stderr
+    assert "delta-rs engine" in to_file.stderr
+    assert sorted(out.read_text().splitlines()) == sorted(result.stdout.splitlines())
 
 
 def test_verify(setup: Setup) -> None:

@@ -324,3 +324,18 @@ def test_changes_older_than_the_log_keeps_are_invalid_input(
         assert "--as-of 3" in (err.value.hint or "")
     kept = _lines(_request(root, changes=True, as_of="3"))
     assert {x["version"] for x in kept} == {3, 4}
+
+
+def test_the_terminal_table_shows_the_rows_and_their_version(warehouse: Path) -> None:
+    from rich.console import Console
+
+    from logstore_cli.cli.read import TerminalTable
+
+    req = _request(warehouse, changes=True, as_of="3", output=plan.OutputSpec("table"))
+    screen = io.StringIO()
+    sink = TerminalTable(req.schema, Console(file=screen, width=120), follow=False, cap=6)
+    summary = delta_rs.read_with_delta_rs(req, sink)
+    sink.render("shop.orders (Delta changes as of 3)")
+    assert summary.rows == 13 and len(sink.rows) == 6 and sink.dropped == 7
+    text = screen.getvalue()
+    assert "renamed" in text and "-U" in text and "+U" in text and "v3" in text
