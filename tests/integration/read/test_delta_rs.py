@@ -305,6 +305,12 @@ def test_a_table_with_deletion_vectors_is_read_by_delta_rs_own_scan(tmp_path: Pa
     req = _request(root, "shop.dv", as_of="2", output=plan.OutputSpec("parquet", str(target)))
     assert delta_rs.read_with_delta_rs(req, None).rows == 20_000
     assert pq.read_table(target).schema.field("name").type == pa.string()
+    copy = tmp_path / "dv-copy"  # the DataFusion scan in the read-ahead thread delta-rs pulls
+    req = _request(root, "shop.dv", output=plan.OutputSpec("delta", str(copy)))
+    assert delta_rs.read_with_delta_rs(req, None).rows == 10_000
+    assert sorted(DeltaTable(str(copy)).to_pyarrow_table().column("id").to_pylist()) == list(
+        range(0, 20_000, 2)
+    )
 
 
 def test_changes_older_than_the_log_keeps_are_invalid_input(
