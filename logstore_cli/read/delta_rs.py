@@ -45,6 +45,7 @@ VERSION: Final = "_ls_version"
 _BATCH_ROWS: Final = 8192
 # A change feed is read in windows of versions of about this many changes (see _change_batches).
 _WINDOW_ROWS: Final = 65_536
+_ROW_GROUP_ROWS: Final = 131_072  # rows of a Parquet output's row group
 _MAX_SPAN: Final = 1024
 _CDF_KINDS: Final = {
     "insert": RowKind.INSERT,
@@ -265,7 +266,12 @@ def _scan(table: DeltaTable, names: list[str]) -> Iterator[pa.RecordBatch]:
         stream = query.register("t", table).execute(f"SELECT {columns} FROM t")
         yield from pa.RecordBatchReader.from_stream(stream)
         return
-    yield from dataset.scanner(columns=names, batch_size=_BATCH_ROWS).to_batches()
+    # One file and one batch read ahead: pyarrow's defaults (4 files, 16 batches) run ahead of a
+    # slower consumer (the JSON lines) and hold more the larger the table.
+    scanner = dataset.scanner(
+        columns=names, batch_size=_BATCH_ROWS, fragment_readahead=1, batch_readahead=1
+    )
+    yield from scanner.to_batches()
 
 
 def _change_batches(
@@ -554,12 +560,22 @@ class _Counted:
 def _write_parquet(target: Path, schema: pa.Schema, batches: _Counted) -> None:
     """Parquet as Spark writes it, a directory of part files (here one, then ``_SUCCESS``), so
     whatever reads the Spark engine's output reads this the same way."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     part = target / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
     with pq.ParquetWriter(part, schema, compression="snappy") as writer:
+        # Row groups of _ROW_GROUP_ROWS (one per batch would be thousands of tiny ones)
+        held: list[pa.RecordBatch] = []
+        rows = 0
         for batch in batches:
-            writer.write_batch(batch)
+            held.append(batch)
+            rows += batch.num_rows
+            if rows >= _ROW_GROUP_ROWS:
+                writer.write_table(pa.Table.from_batches(held, schema))
+                held, rows = [], 0
+        if held:
+            writer.write_table(pa.Table.from_batches(held, schema))
     (target / "_SUCCESS").touch()
 
 

@@ -213,7 +213,9 @@ def test_parquet_is_written_batch_by_batch_as_spark_lays_it_out(
         delta_rs.read_with_delta_rs(req, None)
 
 
-def test_a_large_snapshot_streams_in_batches(tmp_path: Path) -> None:
+def test_a_large_snapshot_streams_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "wh"
     path = write_table(root, "CREATE TABLE shop.big (id BIGINT NOT NULL, name STRING)")
     big = pa.table({"id": pa.array(range(20_000), pa.int64()), "name": ["x"] * 20_000})
@@ -222,7 +224,14 @@ def test_a_large_snapshot_streams_in_batches(tmp_path: Path) -> None:
     req = _request(root, "shop.big", output=plan.OutputSpec("parquet", str(target)))
     assert delta_rs.read_with_delta_rs(req, None).rows == 20_000
     (part,) = target.glob("*.parquet")
-    assert pq.ParquetFile(part).num_row_groups >= 3  # one per batch of 8,192: never held whole
+    assert pq.ParquetFile(part).num_row_groups == 1  # under one row group's rows
+    monkeypatch.setattr(delta_rs, "_ROW_GROUP_ROWS", 8192)
+    target = tmp_path / "big-again.parquet"
+    req = _request(root, "shop.big", output=plan.OutputSpec("parquet", str(target)))
+    assert delta_rs.read_with_delta_rs(req, None).rows == 20_000
+    (part,) = target.glob("*.parquet")
+    groups = [pq.ParquetFile(part).metadata.row_group(i).num_rows for i in range(3)]
+    assert groups == [8192, 8192, 20_000 - 2 * 8192]  # written as the batches come
     assert sorted(pq.read_table(target).column("id").to_pylist()) == list(range(20_000))
 
 
