@@ -7,8 +7,8 @@ Change Data Feed order (by commit version, then primary key, a pre-image before 
 and the same columns in a Delta or Parquet output (the table's columns, ``_ls_kind``, and with
 ``--changes`` ``_ls_version``). A timestamp resolves as Delta resolves it: a snapshot is the latest
 version committed at or before it, a change feed starts at the first version committed at or
-after it; a commit's time is its log file's modification time, as Delta without in-commit
-timestamps takes it.
+after it; a commit's time is its log file's modification time, or its in-commit timestamp when
+the table records them.
 
 Memory: a snapshot is read in Arrow batches (``to_pyarrow_dataset`` → ``to_batches``; delta-rs's
 DataFusion scan for a table with deletion vectors, which pyarrow datasets do not read) and written
@@ -76,11 +76,11 @@ def read_with_delta_rs(
     latest = table.version()
     as_of = None if req.as_of is None else plan.parse_as_of(req.as_of)
     if req.changes:
-        first = 0 if as_of is None else _first_version(path, as_of, latest)
+        first = 0 if as_of is None else _first_version(path, table, as_of, latest)
         _check_kept(path, first)
         batches = _change_batches(table, req, first, latest)
     else:
-        version = latest if as_of is None else _snapshot_version(path, as_of, latest)
+        version = latest if as_of is None else _snapshot_version(path, table, as_of, latest)
         if version != latest:
             table = _at_version(table, version)
         summary.snapshot_version = version
@@ -126,10 +126,11 @@ def _at_version(table: DeltaTable, version: int) -> DeltaTable:
     return table
 
 
-def commit_times(path: Path) -> dict[int, int]:
+def commit_times(path: Path, *, in_commit: bool = False) -> dict[int, int]:
     """Each commit version the Delta log holds → its time in epoch milliseconds, as Delta takes
     it: the commit file's modification time, raised where needed so that times grow with
-    versions (Delta's ``DeltaHistoryManager`` does the same)."""
+    versions (Delta's ``DeltaHistoryManager`` does the same); with ``in_commit`` (the table's
+    ``delta.enableInCommitTimestamps``), a commit's own ``inCommitTimestamp`` where it has one."""
     log = path / "_delta_log"
     found: dict[int, int] = {}
     try:
@@ -143,10 +144,27 @@ def commit_times(path: Path) -> dict[int, int]:
     previous = None
     for version in sorted(found):
         at = found[version]
+        if in_commit:
+            at = _in_commit_timestamp(log / f"{version:020d}.json", at)
         if previous is not None and at <= previous:
             at = previous + 1
         times[version] = previous = at
     return times
+
+
+def _in_commit_timestamp(commit: Path, default: int) -> int:
+    """The ``inCommitTimestamp`` of a commit's ``commitInfo`` (its first action when the table
+    records them), else ``default``."""
+    import json
+
+    try:
+        with open(commit, encoding="utf-8") as f:
+            first = json.loads(f.readline() or "{}")
+    except (OSError, ValueError):
+        return default
+    info = first.get("commitInfo") if isinstance(first, dict) else None
+    at = info.get("inCommitTimestamp") if isinstance(info, dict) else None
+    return at if isinstance(at, int) else default
 
 
 def _describe_time(ms: int) -> str:
@@ -176,14 +194,19 @@ def _check_kept(path: Path, first: int) -> None:
         )
 
 
-def _snapshot_version(path: Path, as_of: plan.AsOf, latest: int) -> int:
+def _times(path: Path, table: DeltaTable) -> dict[int, int]:
+    config = table.metadata().configuration
+    return commit_times(path, in_commit=config.get("delta.enableInCommitTimestamps") == "true")
+
+
+def _snapshot_version(path: Path, table: DeltaTable, as_of: plan.AsOf, latest: int) -> int:
     """``--as-of`` of a snapshot: the version itself, or the latest committed at or before the
     time."""
     if as_of.version is not None:
         _check_version(as_of.version, latest)
         return as_of.version
     assert as_of.timestamp_ms is not None
-    times = {v: t for v, t in commit_times(path).items() if v <= latest}
+    times = {v: t for v, t in _times(path, table).items() if v <= latest}
     at = as_of.timestamp_ms
     before = [v for v, t in times.items() if t <= at]
     if not before:
@@ -203,14 +226,14 @@ def _snapshot_version(path: Path, as_of: plan.AsOf, latest: int) -> int:
     return max(before)
 
 
-def _first_version(path: Path, as_of: plan.AsOf, latest: int) -> int:
+def _first_version(path: Path, table: DeltaTable, as_of: plan.AsOf, latest: int) -> int:
     """``--as-of`` of a change feed: the version itself, or the first committed at or after the
     time."""
     if as_of.version is not None:
         _check_version(as_of.version, latest)
         return as_of.version
     assert as_of.timestamp_ms is not None
-    times = {v: t for v, t in commit_times(path).items() if v <= latest}
+    times = {v: t for v, t in _times(path, table).items() if v <= latest}
     after = [v for v, t in times.items() if t >= as_of.timestamp_ms]
     if not after:
         newest = times.get(latest)

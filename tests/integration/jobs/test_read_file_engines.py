@@ -190,3 +190,57 @@ def test_deletion_vectors_spark_wrote_are_applied(
     assert len(snapshot) == 100 - 33
     assert sorted(snapshot) == sorted(lines("spark"))
     assert lines("delta-rs", changes=True) == lines("spark", changes=True)
+
+
+def test_in_commit_timestamps_resolve_a_time_as_spark_does(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """With ``delta.enableInCommitTimestamps`` Delta times a commit by its commitInfo, not its
+    file: the files' times are set far off here, so only the in-commit times give Spark's
+    versions."""
+    import json
+    import os
+    from datetime import UTC, datetime
+
+    root = tmp_path_factory.mktemp("file-engines-ict") / "wh"
+    spec = parse_ddl(DDL.replace(TABLE, "shop.ict"), "t.sql", ParseOptions())[0]
+    props, _ = wh.stored_properties(spec)
+    path = root / "shop" / "ict"
+    SparkDeltaStore(root, lambda: spark).create(
+        path, spec, {**props, "delta.enableInCommitTimestamps": "true"}
+    )
+    for first in (1, 11, 21):
+        rows = ", ".join(ROW.format(i=i) for i in range(first, first + 10))
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES {rows}")
+    log = path / "_delta_log"
+    stamps = {}
+    for version in range(4):
+        commit = log / f"{version:020d}.json"
+        stamps[version] = json.loads(commit.read_text().splitlines()[0])["commitInfo"][
+            "inCommitTimestamp"
+        ]
+        os.utime(commit, (946_684_800 + version, 946_684_800 + version))  # 2000-01-01
+    between = datetime.fromtimestamp((stamps[2] + stamps[3]) / 2000, UTC).isoformat()
+    table = load_table(root, "shop.ict")
+
+    def lines(engine: str, **given: Any) -> list[str]:
+        args: dict[str, Any] = {
+            "mode": "file", "engine": engine, "output": plan.OutputSpec("jsonl"),
+            "consistent": False, "consistency": None, "changelog": "all-kinds", "start": None,
+            "follow": False, "limit": None, "checkpoint": None, "as_of": between,
+            "changes": False, "bootstrap": None, "client_properties": {}, "timeout_s": 5.0,
+            **given,
+        }  # fmt: skip
+        req = build_request(table, **args)
+        out = io.StringIO()
+        if engine == "spark":
+            read_job.run(spark, req, JsonLines(req.schema, out), stop=lambda: False)
+        else:
+            delta_rs.read_with_delta_rs(req, JsonLines(req.schema, out))
+        return out.getvalue().splitlines()
+
+    ours = lines("delta-rs")
+    assert len(ours) == 20 and {'"version":2}' in x for x in ours} == {True}
+    assert sorted(_without_version(ours)) == sorted(lines("spark"))
+    feed = lines("delta-rs", changes=True)
+    assert feed == lines("spark", changes=True) and len(feed) == 10  # version 3's inserts
