@@ -234,7 +234,7 @@ for n, c in zip(range(3), retractions):
 EOF
 step_done
 
-step "read --mode file" "the Delta table's snapshot (a PySpark job)"
+step "read --mode file" "the Delta table's snapshot (delta-rs: no JVM)"
 "$LS" read "$TABLE" --mode file --output jsonl >"$RUN/file.jsonl"
 step_done
 

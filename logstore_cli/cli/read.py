@@ -3,8 +3,10 @@ level (``--mode log``), to a terminal table, JSON lines, or a Delta / Parquet pa
 
 Data goes to stdout (or the path); messages to stderr only. Engines: ``consumer`` reads the log
 with confluent-kafka in this process (no JVM: starts in well under a second, shows a record
-within milliseconds of its commit); ``spark`` runs the read as a PySpark job (the file mode, and
-writing a path). ``auto`` picks the consumer for a log read to stdout, Spark otherwise.
+within milliseconds of its commit); ``delta-rs`` reads the Delta table (``--mode file``) with
+delta-rs and Arrow in this process (no JVM either); ``spark`` runs the read as a PySpark job.
+``auto`` picks delta-rs for ``--mode file``, and for a log read the consumer to stdout, Spark for a
+path.
 """
 
 from __future__ import annotations
@@ -184,9 +186,9 @@ def read(
         str,
         typer.Option(
             "--engine",
-            help="consumer (confluent-kafka, no JVM), spark, or auto: the consumer for a log read "
-            "to stdout, Spark otherwise.",
-            rich_help_panel=LOG_PANEL,
+            help="auto, delta-rs, consumer or spark. --mode file: delta-rs (auto; no JVM) or "
+            "spark. --mode log: consumer (confluent-kafka, no JVM) or spark; auto picks the "
+            "consumer for stdout, Spark for a Delta or Parquet path.",
         ),
     ] = "auto",
     as_of: Annotated[
@@ -317,6 +319,10 @@ def _session(ctx: Context, out: Output, req: ReadRequest) -> SparkSession:
 def _run(
     spark: SparkSession | None, req: ReadRequest, sink: Any, stop: Callable[[], bool]
 ) -> ReadSummary:
+    if req.engine == "delta-rs":
+        from logstore_cli.read.delta_rs import read_with_delta_rs
+
+        return read_with_delta_rs(req, sink, stop=stop)
     if spark is None:
         from logstore_cli.read.service import read_with_consumer
 
@@ -359,6 +365,8 @@ def _finish(out: Output, req: ReadRequest, summary: ReadSummary, json_: bool) ->
             out.emit(summary.to_json())
         return
     pairs: list[tuple[str, Any]] = [("rows", f"{summary.rows:,}")]
+    if req.mode == "file" and summary.snapshot_version is not None and not req.changes:
+        pairs.append(("version", str(summary.snapshot_version)))
     if req.mode == "log":
         if summary.snapshot_version is not None:
             pairs.append(

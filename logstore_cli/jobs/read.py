@@ -98,6 +98,8 @@ def _file_frame(spark: SparkSession, req: ReadRequest, summary: ReadSummary) -> 
         )
     if req.as_of is not None:
         reader = _as_of(reader, req.as_of, changes=False)
+        if req.as_of.isdigit():  # the version read is known: rows carry it, as delta-rs's do
+            summary.snapshot_version = int(req.as_of)
     else:
         from deltalake import DeltaTable
 

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal, TypeAlias
 
 from logstore_cli.catalog.epochs import EpochCommit
@@ -25,8 +26,8 @@ Mode: TypeAlias = Literal["file", "log"]
 MODES: Final[tuple[Mode, ...]] = ("file", "log")
 Changelog: TypeAlias = Literal["all-kinds", "append-only"]
 CHANGELOG_MODES: Final[tuple[Changelog, ...]] = ("all-kinds", "append-only")
-Engine: TypeAlias = Literal["spark", "consumer"]
-ENGINES: Final[tuple[str, ...]] = ("auto", "spark", "consumer")
+Engine: TypeAlias = Literal["spark", "consumer", "delta-rs"]
+ENGINES: Final[tuple[str, ...]] = ("auto", "spark", "consumer", "delta-rs")
 OutputKind: TypeAlias = Literal["table", "jsonl", "delta", "parquet"]
 
 _TIMESTAMP: Final = re.compile(r"timestamp:(0|[1-9][0-9]{0,15})")
@@ -132,6 +133,42 @@ def check_changelog(mode: str, level: Level) -> Changelog:
 def keeps(kind: RowKind, changelog: Changelog) -> bool:
     """Whether a change of ``kind`` is part of the output in ``changelog`` mode."""
     return changelog == "all-kinds" or kind is RowKind.INSERT
+
+
+# -- --as-of ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """``--as-of`` for the delta-rs engine: a Delta version, or a time in epoch milliseconds."""
+
+    version: int | None = None
+    timestamp_ms: int | None = None
+
+
+AS_OF_HINT: Final = (
+    "give a version (3) or a timestamp: '2026-11-21', '2026-11-21 10:30:00', "
+    "'2026-11-21T10:30:00Z', '2026-11-21T10:30:00+01:00' (without a zone: local time, as Spark "
+    "takes it)"
+)
+
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def parse_as_of(text: str) -> AsOf:
+    """A version (digits) or an ISO 8601 date or time; one without a zone is local time, as
+    Spark's default session time zone (the machine's) takes it."""
+    value = text.strip()
+    if value.isdigit():
+        return AsOf(version=int(value))
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInputError(
+            f"--as-of {text!r} is neither a Delta version nor a timestamp", hint=AS_OF_HINT
+        ) from None
+    return AsOf(timestamp_ms=(at.astimezone(UTC) - _EPOCH) // timedelta(milliseconds=1))
 
 
 # -- output ---------------------------------------------------------------------------------------

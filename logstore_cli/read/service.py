@@ -4,7 +4,8 @@
 broker or a JVM is touched). ``read_with_consumer`` runs a log read with the confluent-kafka
 engine (``consumer.py``): an optional Delta snapshot first (hybrid read, with delta-rs), then the
 log through one ``TopicDecider``; what it emits goes to a ``Sink``. The Spark engine
-(``jobs/read.py``) takes the same request and the same sink.
+(``jobs/read.py``) and the delta-rs engine of ``--mode file`` (``delta_rs.py``) take the same
+request and the same sink.
 """
 
 from __future__ import annotations
@@ -128,6 +129,19 @@ def check_new_path(path: str) -> None:
         )
 
 
+def check_outside_tables(path: str, table: StoredTable) -> None:
+    """A Delta or Parquet ``--output`` lies outside the warehouse and outside any Delta table: a
+    directory written there would show up as a table, or as files of one that VACUUM removes."""
+    from logstore_cli.catalog.warehouse import table_overlap
+
+    why = table_overlap(Path(path), table.ref.path.parents[1], below=False)
+    if why is not None:
+        raise InvalidInputError(
+            f"--output {path} would be written among logstore's tables: {why}",
+            hint="write the read to a path outside the warehouse and outside any Delta table",
+        )
+
+
 _FILE_ONLY = "--as-of and --changes read the Delta table: use them with --mode file"
 _LOG_ONLY = "{flag} applies to the log: use it with --mode log"
 
@@ -163,7 +177,9 @@ def build_request(
     if limit is not None and limit < 1:
         raise InvalidInputError(f"--limit must be at least 1, got {limit}")
     if output.path is not None:
-        check_new_path(output.path)  # before a JVM starts; the Spark engine checks again to write
+        check_new_path(output.path)  # before a JVM starts; the engines check again to write
+        if output.kind in ("delta", "parquet"):
+            check_outside_tables(output.path, table)
     if checkpoint is not None and not checkpoint.strip():
         raise InvalidInputError("--checkpoint is empty")
     given_log = [
@@ -187,12 +203,16 @@ def build_request(
             )
         if engine == "consumer":
             raise InvalidInputError(
-                "--engine consumer reads the log; --mode file reads Delta with Spark",
+                "--engine consumer reads the log; --mode file reads the Delta table with "
+                "delta-rs (auto) or spark",
                 hint="drop --engine, or read with --mode log",
             )
         if as_of is not None and not as_of.strip():
             raise InvalidInputError("--as-of is empty", hint="give a Delta version or a timestamp")
-        if as_of is not None and not _AS_OF.match(as_of):
+        file_engine: plan.Engine = "spark" if engine == "spark" else "delta-rs"
+        if file_engine == "delta-rs" and as_of is not None:
+            plan.parse_as_of(as_of)  # its own error; the delta-rs engine parses it again
+        elif as_of is not None and not _AS_OF.match(as_of):
             # before Spark starts (a minute); what passes, Spark's cast to timestamp checks
             raise InvalidInputError(
                 f"--as-of {as_of!r} is neither a Delta version nor a timestamp",
@@ -200,7 +220,7 @@ def build_request(
                 "'2026-11-21 10:30:00', '2026-11-21T10:30:00Z'",
             )
         return ReadRequest(
-            table, "file", "spark", output, limit=limit, as_of=as_of, changes=changes
+            table, "file", file_engine, output, limit=limit, as_of=as_of, changes=changes
         )
     if as_of is not None or changes:
         raise InvalidInputError(
@@ -211,6 +231,12 @@ def build_request(
             f"--follow writes changes as they come: a {output.kind.capitalize()} output is for "
             "bounded reads",
             hint="drop --follow to write what the log holds now, or use --output jsonl[:PATH]",
+        )
+    if engine == "delta-rs":
+        raise InvalidInputError(
+            "--engine delta-rs reads the Delta table (--mode file), not the log",
+            hint="drop --engine (auto: the consumer for stdout, Spark for a path), or read with "
+            "--mode file",
         )
     if log is None:
         raise InvalidInputError(

@@ -4,7 +4,8 @@ middle snapshot (hybrid), the Delta snapshot, time travel and change feed, into 
 ``--limit`` or ``| head`` — bad input, and a following read stopped with Ctrl-C and resumed from
 its checkpoint.
 
-Each ``--mode file`` / path read starts a JVM; log reads to stdout use the consumer engine (none).
+``--mode file`` reads with delta-rs (no JVM) unless ``--engine spark`` says otherwise; log reads
+to stdout use the consumer engine (no JVM), log reads to a path Spark.
 """
 
 from __future__ import annotations
@@ -219,7 +220,7 @@ def test_limit_and_a_closed_pipe(table: Ingested) -> None:
     assert "Traceback" not in piped.stderr and "Error" not in piped.stderr, piped.stderr
 
 
-# -- the Delta table (Spark) ----------------------------------------------------------------------
+# -- the Delta table (delta-rs; Spark when asked) -----------------------------------------------
 
 
 def test_file_mode_snapshot_and_changes(table: Ingested) -> None:
@@ -239,7 +240,8 @@ def test_file_mode_to_a_jsonl_file_with_the_spark_engine(table: Ingested) -> Non
     # -o jsonl:PATH used to be taken as a Delta path 'jsonl:…': a Java stack trace (issue 18).
     target = table.root / "out" / "snapshot.jsonl"
     target.parent.mkdir(exist_ok=True)
-    result = _ok(_cli(table.root, "read", TABLE, "--mode", "file", "-o", f"jsonl:{target}"))
+    result = _ok(_cli(table.root, "read", TABLE, "--mode", "file", "--engine", "spark", "-o",
+                      f"jsonl:{target}"))  # fmt: skip
     assert result.stdout == "" and "spark engine" in result.stderr
     assert _fold(_lines(target.read_text())) == _delta(table.path)
 

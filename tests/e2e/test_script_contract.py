@@ -191,6 +191,23 @@ def test_read_log_to_a_jsonl_file(setup: Setup) -> None:
     assert len(out.read_text().splitlines()) == len(ROWS)  # never overwritten
 
 
+def test_read_file_is_json_lines_without_spark_or_java(setup: Setup) -> None:
+    no_java = {"PATH": str(Path(sys.executable).parent), "JAVA_HOME": str(setup.root / "no-java")}
+    result = setup.run("read", TABLE, "--mode", "file", "--json", *NO_SPARK, env=no_java)
+    assert result.returncode == 0, result.stderr
+    lines = _json_lines(result)
+    assert sorted(line["row"]["id"] for line in lines) == [r["id"] for r in ROWS]
+    assert {line["kind"] for line in lines} == {"+I"}
+    summary = json.loads(next(x for x in result.stderr.splitlines() if x.startswith("{")))
+    assert summary["engine"] == "delta-rs" and summary["rows"] == len(ROWS)
+    _clean_stderr(result)
+    out = setup.root / "file-out.jsonl"
+    to_file = setup.run("read", TABLE, "--mode", "file", "-o", f"jsonl:{out}", env=no_java)
+    assert to_file.returncode == 0 and to_file.stdout == "", to_file.stderr
+    assert "delta-rs engine" in to_file.stderr
+    assert sorted(out.read_text().splitlines()) == sorted(result.stdout.splitlines())
+
+
 def test_verify(setup: Setup) -> None:
     result = setup.run("verify", TABLE, "--json")
     assert result.returncode == 0, result.stderr
@@ -284,6 +301,35 @@ BAD_INPUT = {
         *NO_SPARK,
     ],
     "status: bad --kafka-timeout": ["status", TABLE, "--json", "--kafka-timeout", "nan"],
+    "read: --as-of after the newest version (delta-rs)": [
+        "read",
+        TABLE,
+        "--json",
+        "--mode",
+        "file",
+        "--as-of",
+        "999",
+        *NO_SPARK,
+    ],
+    "read: --engine delta-rs of the log": [
+        "read",
+        TABLE,
+        "--json",
+        "--mode",
+        "log",
+        "--engine",
+        "delta-rs",
+    ],
+    "read: --output inside the warehouse": [
+        "read",
+        TABLE,
+        "--json",
+        "--mode",
+        "file",
+        "-o",
+        "parquet:wh/copy",
+        *NO_SPARK,
+    ],
     "read: bad --mode": ["read", TABLE, "--json", "--mode", "bogus"],
     "read: bad --limit": ["read", TABLE, "--json", "--mode", "log", "--limit", "0"],
     "read: --json with --output table": ["read", TABLE, "--json", "--mode", "log", "-o", "table"],

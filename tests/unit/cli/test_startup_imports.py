@@ -54,6 +54,13 @@ HISTORY = frozenset(
     | {"logformat", "logformat.errors", "logformat.partitioner", "logformat.values"}
     | {"logformat.wire", "names"}
 )
+# What 'read --mode file' adds: the read's plan and request, the wire format's encoders of the JSON
+# lines, the delta-rs engine (the consumer engine's module is not loaded).
+READ = frozenset(
+    {"cli.read", "read", "read.plan", "read.service", "read.delta_rs", "read.fold"}
+    | {"catalog.epochs", "logformat", "logformat.errors", "logformat.values", "logformat.wire"}
+    | {"logformat.consistency", "logformat.partitioner"}
+)
 # Libraries no command here may load: the JVM side, the Kafka client, and pydantic (Typer's
 # coercion of values that are already text; see cli/lazy.py).
 NEVER = frozenset({"pyspark", "py4j", "delta", "confluent_kafka", "pydantic"})
@@ -61,6 +68,7 @@ NEVER = frozenset({"pyspark", "py4j", "delta", "confluent_kafka", "pydantic"})
 HEAVY_ELSEWHERE = frozenset({"sqlglot", "deltalake", "pyarrow"})
 
 TABLE = "shop.orders"
+ROWS_TABLE = "shop.items"  # a table with rows, for read
 DDL = (
     f"CREATE TABLE {TABLE} (id BIGINT NOT NULL, PRIMARY KEY (id) NOT ENFORCED) "
     "WITH ('log.system' = 'kafka', 'kafka.topic' = 'orders', "
@@ -103,6 +111,13 @@ CASES: dict[str, tuple[list[str], dict[str, str], frozenset[str], frozenset[str]
         {},
         BASE | OPTIONS | CONTEXT | HISTORY,
         frozenset({"deltalake"}),
+    ),
+    # delta-rs and Arrow, no JVM: a PATH without java and a JAVA_HOME that is none (issue 20)
+    "read --mode file": (
+        ["read", ROWS_TABLE, "--mode", "file", "--changes", "-o", "jsonl"],
+        {"PATH": "/nonexistent", "JAVA_HOME": "/nonexistent/java"},
+        BASE | OPTIONS | CONTEXT | PROPERTIES | CATALOG | READ,
+        frozenset({"deltalake", "pyarrow"}),
     ),
     "complete a command name": (
         [],
@@ -164,6 +179,12 @@ def _probe(
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("startup") / "warehouse"
     write_table(root, DDL)
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    items = write_table(root, f"CREATE TABLE {ROWS_TABLE} (id BIGINT NOT NULL, name STRING)")
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]})
+    write_deltalake(str(items), rows, mode="append")
     return root
 
 

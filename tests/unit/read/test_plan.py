@@ -297,3 +297,74 @@ def test_an_as_of_that_is_neither_is_refused_before_spark_starts(as_of: str) -> 
     with pytest.raises(InvalidInputError, match="neither a Delta version nor a timestamp") as info:
         _request(mode="file", as_of=as_of)
     assert repr(as_of) in str(info.value) and "2026-11-21" in (info.value.hint or "")
+
+
+def test_file_mode_reads_with_delta_rs_unless_spark_is_asked_for() -> None:
+    assert _request(mode="file").engine == "delta-rs"
+    assert _request(mode="file", engine="delta-rs").engine == "delta-rs"
+    assert _request(mode="file", engine="spark").engine == "spark"
+    to_path = _request(mode="file", output=plan.OutputSpec("parquet", "fresh.parquet"))
+    assert to_path.engine == "delta-rs"
+    with pytest.raises(InvalidInputError, match="--engine delta-rs reads the Delta table"):
+        _request(mode="log", engine="delta-rs")
+    with pytest.raises(InvalidInputError, match=r"--engine must be one of .*delta-rs"):
+        _request(engine="duckdb")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("3", plan.AsOf(version=3)),
+        (" 0 ", plan.AsOf(version=0)),
+        ("2026-11-21T10:30:00Z", plan.AsOf(timestamp_ms=1_795_257_000_000)),
+        ("2026-11-21T11:30:00.250+01:00", plan.AsOf(timestamp_ms=1_795_257_000_250)),
+        ("2026-11-21 10:30:00+00:00", plan.AsOf(timestamp_ms=1_795_257_000_000)),
+    ],
+)
+def test_as_of_is_a_version_or_a_time(text: str, expected: plan.AsOf) -> None:
+    assert plan.parse_as_of(text) == expected
+
+
+def test_an_as_of_without_a_zone_is_local_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        assert plan.parse_as_of("2026-11-21 19:30").timestamp_ms == 1_795_257_000_000
+        assert plan.parse_as_of("2026-11-21") == plan.parse_as_of("2026-11-21T00:00:00+09:00")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.parametrize("text", ["banana", "2026-13-01", "3.5", "-1", "yesterday"])
+def test_an_as_of_that_is_neither_is_refused_before_reading(text: str) -> None:
+    with pytest.raises(InvalidInputError, match="neither a Delta version nor a timestamp"):
+        _request(mode="file", as_of=text)
+
+
+def test_a_delta_or_parquet_output_among_the_tables_is_refused(tmp_path: Path) -> None:
+    warehouse = tmp_path / "w"
+    table = warehouse / "db" / "orders"
+    (table / "_delta_log").mkdir(parents=True)
+    elsewhere = tmp_path / "other"
+    (elsewhere / "_delta_log").mkdir(parents=True)
+    stored = StoredTable(TableRef("db", "orders", table), _stored(_spec()).state, _spec())
+    args: dict[str, Any] = {
+        "mode": "file", "engine": "auto", "consistent": False, "consistency": None,
+        "changelog": "all-kinds", "start": None, "follow": False, "limit": None,
+        "checkpoint": None, "as_of": None, "changes": False, "bootstrap": None,
+        "client_properties": {}, "timeout_s": 5.0,
+    }  # fmt: skip
+    for path, why in [
+        (warehouse / "db" / "copy", "inside the warehouse"),
+        (table / "copy", "inside the warehouse"),
+        (elsewhere / "part", "a directory holding a _delta_log"),
+    ]:
+        for kind in ("delta", "parquet"):
+            out = plan.OutputSpec(kind, str(path))  # type: ignore[arg-type]
+            with pytest.raises(InvalidInputError, match=why):
+                build_request(stored, output=out, **args)
+    fine = plan.OutputSpec("delta", str(tmp_path / "copy"))
+    assert build_request(stored, output=fine, **args).output == fine
