@@ -105,6 +105,12 @@ COMMANDS = (
         "Show a table's Delta commits, newest first: epochs, outside writes, maintenance.",
     ),
     _cli(
+        "vacuum",
+        "vacuum",
+        "vacuum",
+        "Delete data files old Delta versions referenced, keeping what hybrid reads still need.",
+    ),
+    _cli(
         "verify",
         "verify",
         "verify",

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
-from logstore_cli.catalog.epochs import EpochCommit
+from logstore_cli.catalog.epochs import EpochCommit, gone_offsets, usable_snapshots
 from logstore_cli.errors import InvalidInputError, RecordsDeletedError
 from logstore_cli.logformat.consistency import LEVELS, Emission, Level
 from logstore_cli.logformat.wire import RowKind, RowSchema, encode_row
@@ -198,22 +198,6 @@ class HybridStart:
     version: int
     offsets: Mapping[int, int]
     committed_through: Mapping[str, int] = field(default_factory=dict)
-
-
-def gone_offsets(commit: EpochCommit, log_start: Mapping[int, int]) -> dict[int, int]:
-    """The partitions whose offset ``commit`` recorded is below where the log now starts
-    (``log_start``: partition -> earliest offset still held): partition -> that offset."""
-    return {p: o for p, o in sorted(commit.offsets.items()) if o < log_start.get(p, 0)}
-
-
-def usable_snapshots(
-    commits: Iterable[EpochCommit], log_start: Mapping[int, int]
-) -> list[EpochCommit]:
-    """The epoch commits a hybrid read can still start from, newest first: every offset their
-    commit recorded is still in the log (retention deletes from the start of a partition, so
-    these are the newest ones, down to the oldest whose offsets survive)."""
-    found = sorted(commits, key=lambda c: c.version, reverse=True)
-    return [c for c in found if not gone_offsets(c, log_start)]
 
 
 def hybrid_start(

@@ -54,6 +54,7 @@ HISTORY = frozenset(
     | {"logformat", "logformat.errors", "logformat.partitioner", "logformat.values"}
     | {"logformat.wire", "names"}
 )
+VACUUM = frozenset({"cli.vacuum", "catalog.vacuum", "catalog.epochs"}) | (HISTORY - {"cli.history"})
 # Libraries no command here may load: the JVM side, the Kafka client, and pydantic (Typer's
 # coercion of values that are already text; see cli/lazy.py).
 NEVER = frozenset({"pyspark", "py4j", "delta", "confluent_kafka", "pydantic"})
@@ -66,6 +67,8 @@ DDL = (
     "WITH ('log.system' = 'kafka', 'kafka.topic' = 'orders', "
     "'kafka.bootstrap.servers' = '127.0.0.1:9')"
 )
+PLAIN_TABLE = "shop.plain"
+PLAIN_DDL = f"CREATE TABLE {PLAIN_TABLE} (id BIGINT NOT NULL, PRIMARY KEY (id) NOT ENFORCED)"
 ONE_TABLE = str(Path(__file__).parents[2] / "fixtures" / "ddl" / "paimon_kafka_filled.sql")
 
 # command id: (argv after 'logstore', extra env, allowed logstore_cli modules, allowed libraries)
@@ -102,6 +105,13 @@ CASES: dict[str, tuple[list[str], dict[str, str], frozenset[str], frozenset[str]
         ["history", TABLE],
         {},
         BASE | OPTIONS | CONTEXT | HISTORY,
+        frozenset({"deltalake"}),
+    ),
+    # A table without a log store: no broker to ask where its log starts (confluent_kafka).
+    "vacuum": (
+        ["vacuum", PLAIN_TABLE, "--dry-run"],
+        {},
+        BASE | OPTIONS | CONTEXT | PROPERTIES | CATALOG | VACUUM,
         frozenset({"deltalake"}),
     ),
     "complete a command name": (
@@ -164,6 +174,7 @@ def _probe(
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("startup") / "warehouse"
     write_table(root, DDL)
+    write_table(root, PLAIN_DDL)
     return root
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from logstore_cli.catalog.epochs import EpochCommit
+from logstore_cli.catalog.epochs import EpochCommit, usable_snapshots
 from logstore_cli.catalog.tables import StoredTable
 from logstore_cli.catalog.warehouse import DeltaState, TableRef
 from logstore_cli.ddl import parse_ddl
@@ -194,7 +194,7 @@ def test_a_snapshot_whose_offsets_retention_deleted_is_refused_naming_the_oldest
     None
 ):
     log_start = {0: 6, 1: 3}  # partition 0 lost offsets 0-5, partition 1 offsets 0-2
-    assert [c.version for c in plan.usable_snapshots(_HISTORY, log_start)] == [5, 4, 2]
+    assert [c.version for c in usable_snapshots(_HISTORY, log_start)] == [5, 4, 2]
     assert plan.hybrid_start(_HISTORY, 2, log_start).version == 2  # offsets 6 and 5 are held
     with pytest.raises(RecordsDeletedError) as err:
         plan.hybrid_start(reversed(_HISTORY), 1, log_start)
