@@ -248,7 +248,8 @@ def _length(ms: int) -> str:
     if ms % _DAY_MS == 0:
         days = ms // _DAY_MS
         return f"{days} day{'' if days == 1 else 's'}"
-    return f"{ms / 3_600_000:g} hours"
+    hours = ms / 3_600_000
+    return f"{hours:g} hour{'' if hours == 1 else 's'}"
 
 
 def retention_warnings(properties: Mapping[str, str], *, log_store: bool) -> list[str]:
