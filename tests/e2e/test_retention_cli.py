@@ -138,3 +138,11 @@ def test_retention_trips_the_oldest_hybrid_start_and_vacuum_keeps_what_reads_nee
                     cwd=tmp_path)  # fmt: skip
     assert again.returncode == 0, again.stderr  # the newest snapshot still reads
     assert again.stdout == newest.stdout
+
+    # alter-table: the same warning for a retention still short, none for an infinite one.
+    altered = _cli_json(tmp_path, "alter-table", "db.t", "--set",
+                        f"log.topic.retention.ms={2 * HOUR_MS}")  # fmt: skip
+    [warning] = altered["warnings"]
+    assert f"log.topic.retention.ms = {2 * HOUR_MS} (2 hours) is shorter than" in warning
+    forever = _cli_json(tmp_path, "alter-table", "db.t", "--set", "log.topic.retention.ms=-1")
+    assert forever["warnings"] == []
