@@ -51,7 +51,7 @@ from pyspark.sql.types import StructType
 from logstore_cli import config as cfg
 from logstore_cli.catalog.epochs import EpochConfirmer
 from logstore_cli.catalog.tables import load_table
-from logstore_cli.errors import InvalidInputError, LogstoreError
+from logstore_cli.errors import InvalidInputError, LogstoreError, RecordsDeletedError
 from logstore_cli.logformat.consistency import (
     LEVELS,
     Emission,
@@ -293,8 +293,9 @@ def resolve(options: Mapping[str, str]) -> ReadSpec:
     if start is not None and start.kind == "snapshot":
         try:
             hybrid = resolve_hybrid(stored.ref.path, source, start.version)
-        except InvalidInputError as exc:
-            raise InvalidInputError(
+        except (InvalidInputError, RecordsDeletedError) as exc:
+            # The same error, its hint in the data source's option names.
+            raise type(exc)(
                 exc.message, hint=(exc.hint or "").replace("--from ", "from=")
             ) from None
         batch_start = stream_start = hybrid
