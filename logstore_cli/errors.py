@@ -169,6 +169,10 @@ class TopicSpecError(InvalidInputError):
     cluster, as the broker or a local check said; the user fixes the table's definition."""
 
 
+class RecordsDeletedError(LogstoreError):
+    """Records a read needs are no longer in the log (the topic's retention deleted them)."""
+
+
 class OutsideWriteError(LogstoreError):
     """A write to the Delta table that was not a logstore epoch cannot be carried into the log
     (docs/consistency.md §3.4): the job refuses rather than let the log silently miss it."""

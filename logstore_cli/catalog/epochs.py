@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -33,6 +33,22 @@ class EpochCommit:
     version: int
     offsets: dict[int, int]
     timestamp_ms: int | None
+
+
+def gone_offsets(commit: EpochCommit, log_start: Mapping[int, int]) -> dict[int, int]:
+    """The partitions whose offset ``commit`` recorded is below where the log now starts
+    (``log_start``: partition -> earliest offset still held): partition -> that offset."""
+    return {p: o for p, o in sorted(commit.offsets.items()) if o < log_start.get(p, 0)}
+
+
+def usable_snapshots(
+    commits: Iterable[EpochCommit], log_start: Mapping[int, int]
+) -> list[EpochCommit]:
+    """The epoch commits a hybrid read can still start from, newest first: every offset their
+    commit recorded is still in the log (retention deletes from the start of a partition, so
+    these are the newest ones, down to the oldest whose offsets survive)."""
+    found = sorted(commits, key=lambda c: c.version, reverse=True)
+    return [c for c in found if not gone_offsets(c, log_start)]
 
 
 def commit_versions(table: Path) -> list[int]:

@@ -111,6 +111,12 @@ COMMANDS = (
         "Compact a table's small files (Delta OPTIMIZE); safe while an ingest runs.",
     ),
     _cli(
+        "vacuum",
+        "vacuum",
+        "vacuum",
+        "Delete data files old Delta versions referenced, keeping what hybrid reads still need.",
+    ),
+    _cli(
         "verify",
         "verify",
         "verify",

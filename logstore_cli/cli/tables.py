@@ -95,10 +95,17 @@ def create_table(
             specs, ctx.warehouse, stores, if_not_exists=if_not_exists, dry_run=dry_run,
             adopt_topic=adopt_topic, default_bootstrap=ctx.default_bootstrap,
         )  # fmt: skip
-    rows = [p.to_json() | {"status": _status(p.is_noop, dry_run)} for p in plans]
+    from logstore_cli.provision.plan import retention_warnings
+
+    rows = []
+    for spec, p in zip(specs, plans, strict=True):
+        warnings = retention_warnings(spec.properties, log_store=spec.log_store is not None)
+        rows.append(p.to_json() | {"status": _status(p.is_noop, dry_run), "warnings": warnings})
     for row in rows:
         verb = {"planned": "would create", "created": "created", "exists": "exists, unchanged"}
         out.success(f"{row['table']}: {verb[row['status']]} ({row['path']})")
+        for warning in row["warnings"]:
+            out.warning(f"{row['table']}: {warning}")
     out.emit(rows, lambda c: c.print(_plan_table(rows, dry_run)))
 
 
@@ -289,7 +296,24 @@ def alter_table(
     out.success(f"{result.table}: {'would change' if dry_run else 'changed'} properties")
     for line in result.topic.describe() if result.topic else []:
         out.info(line)
-    out.emit(result.to_json())
+    warnings = _altered_retention(ctx, stored, changes, removals, dry_run=dry_run)
+    for warning in warnings:
+        out.warning(f"{result.table}: {warning}")
+    out.emit(result.to_json() | {"warnings": warnings})
+
+
+def _altered_retention(
+    ctx: Context, stored: Any, changes: dict[str, str], removals: list[str], *, dry_run: bool
+) -> list[str]:
+    """The retention warnings of the table as altered: read back, or for a dry run its properties
+    with the change applied."""
+    from logstore_cli.provision.plan import retention_warnings
+
+    if not dry_run:
+        spec = ctx.load_table(stored.ref.name).spec
+        return retention_warnings(spec.properties, log_store=spec.log_store is not None)
+    props = {k: v for k, v in stored.spec.properties.items() if k not in removals} | changes
+    return retention_warnings(props, log_store=stored.spec.log_store is not None)
 
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA)

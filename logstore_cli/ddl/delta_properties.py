@@ -19,9 +19,12 @@ APPEND_ONLY = "delta.appendOnly"
 
 # Spark's interval units (IntervalUtils) Delta accepts in a table property: months and years are
 # refused by Delta (a retention must be a fixed length of time).
-_FIXED_UNITS = (
-    "week", "day", "hour", "minute", "second", "millisecond", "microsecond",
-)  # fmt: skip
+# Each one's length in milliseconds.
+_UNIT_MS: dict[str, float] = {
+    "week": 604_800_000, "day": 86_400_000, "hour": 3_600_000, "minute": 60_000,
+    "second": 1_000, "millisecond": 1, "microsecond": 0.001,
+}  # fmt: skip
+_FIXED_UNITS = tuple(_UNIT_MS)
 _CALENDAR_UNITS = ("month", "year")
 _NUMBER = r"[+-]?\d+(?:\.\d+)?"
 _UNIT = r"[a-z]+"
@@ -42,31 +45,59 @@ def _int_at_least(minimum: int) -> Callable[[str], str | None]:
     return check
 
 
-def _interval(value: str) -> str | None:
-    """Delta's ``parseCalendarInterval``: ``[interval] N unit [N unit ...]``, case-insensitive."""
+# Delta's defaults (DeltaConfigs) for the retentions logstore compares with a topic's.
+LOG_RETENTION = "delta.logRetentionDuration"
+DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
+DEFAULT_LOG_RETENTION = "interval 30 days"
+DEFAULT_DELETED_FILE_RETENTION = "interval 1 week"
+
+
+def _parse_interval(value: str) -> tuple[str | None, float]:
+    """Delta's ``parseCalendarInterval``: ``[interval] N unit [N unit ...]``, case-insensitive.
+    ``(why it is invalid, None when valid; its length in milliseconds)``."""
     text = value.strip().lower()
     if not text:
-        return "is empty"
+        return "is empty", 0
     text = text.removeprefix("interval ").strip()
-    pos, negative, units = 0, False, []
+    pos, negative, units, total = 0, False, [], 0.0
     while pos < len(text):
         match = _PAIR.match(text, pos)
         if match is None:
-            return "is not an interval"
+            return "is not an interval", 0
         number, unit = match.groups()
         unit = unit.removesuffix("s")
         if unit in _CALENDAR_UNITS:
-            return f"uses {unit}s, which have no fixed length; use days or weeks"
+            return f"uses {unit}s, which have no fixed length; use days or weeks", 0
         if unit not in _FIXED_UNITS:
-            return f"has an unknown unit {match.group(2)!r}"
+            return f"has an unknown unit {match.group(2)!r}", 0
         if "." in number and unit != "second":
-            return f"has a fraction of a {unit}; only seconds may have one"
+            return f"has a fraction of a {unit}; only seconds may have one", 0
         negative = negative or number.startswith("-")
         units.append(unit)
+        total += float(number) * _UNIT_MS[unit]
         pos = match.end()
     if not units:
-        return "is not an interval"
-    return "is negative" if negative else None
+        return "is not an interval", 0
+    return ("is negative" if negative else None), total
+
+
+def _interval(value: str) -> str | None:
+    return _parse_interval(value)[0]
+
+
+def interval_ms(value: str) -> int:
+    """The length of a Delta interval property value (``'interval 7 days'``, ``'36 hours'``) in
+    whole milliseconds; ValueError naming the problem when it is not a valid one."""
+    problem, total = _parse_interval(value)
+    if problem is not None:
+        raise ValueError(f"{value!r} {problem}")
+    return int(total)
+
+
+def retention_ms(configuration: Mapping[str, str | None], key: str) -> int:
+    """A table's retention property ``key`` (Delta's default when unset), in milliseconds."""
+    default = DEFAULT_LOG_RETENTION if key == LOG_RETENTION else DEFAULT_DELETED_FILE_RETENTION
+    return interval_ms(configuration.get(key) or default)
 
 
 _INTERVAL_HINT = "e.g. 'interval 7 days' or '36 hours'"
@@ -84,8 +115,8 @@ _KNOWN = {
     for p in (
         DeltaProperty(CDF, _boolean, "true or false"),
         DeltaProperty(APPEND_ONLY, _boolean, "true or false"),
-        DeltaProperty("delta.logRetentionDuration", _interval, _INTERVAL_HINT),
-        DeltaProperty("delta.deletedFileRetentionDuration", _interval, _INTERVAL_HINT),
+        DeltaProperty(LOG_RETENTION, _interval, _INTERVAL_HINT),
+        DeltaProperty(DELETED_FILE_RETENTION, _interval, _INTERVAL_HINT),
         DeltaProperty("delta.checkpointRetentionDuration", _interval, _INTERVAL_HINT),
         DeltaProperty("delta.setTransactionRetentionDuration", _interval, _INTERVAL_HINT),
         DeltaProperty("delta.enableExpiredLogCleanup", _boolean, "true or false"),

@@ -49,9 +49,9 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from logstore_cli import config as cfg
-from logstore_cli.catalog.epochs import EpochConfirmer, epoch_commits
+from logstore_cli.catalog.epochs import EpochConfirmer
 from logstore_cli.catalog.tables import load_table
-from logstore_cli.errors import InvalidInputError, LogstoreError
+from logstore_cli.errors import InvalidInputError, LogstoreError, RecordsDeletedError
 from logstore_cli.logformat.consistency import (
     LEVELS,
     Emission,
@@ -62,6 +62,7 @@ from logstore_cli.logformat.consistency import (
 from logstore_cli.logformat.wire import RowSchema
 from logstore_cli.read import plan
 from logstore_cli.read.consumer import Collections, LogReader, LogSource, SourceConf
+from logstore_cli.read.hybrid import resolve_hybrid
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -291,9 +292,10 @@ def resolve(options: Mapping[str, str]) -> ReadSpec:
     through: dict[str, int] = {}
     if start is not None and start.kind == "snapshot":
         try:
-            hybrid = plan.hybrid_start(epoch_commits(stored.ref.path), start.version)
-        except InvalidInputError as exc:
-            raise InvalidInputError(
+            hybrid = resolve_hybrid(stored.ref.path, source, start.version)
+        except (InvalidInputError, RecordsDeletedError) as exc:
+            # The same error, its hint in the data source's option names.
+            raise type(exc)(
                 exc.message, hint=(exc.hint or "").replace("--from ", "from=")
             ) from None
         batch_start = stream_start = hybrid

@@ -20,12 +20,12 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from logstore_cli.catalog.epochs import epoch_commits
 from logstore_cli.errors import InvalidInputError, LogstoreError
 from logstore_cli.logformat.wire import RowKind
 from logstore_cli.paths import private_dir, state_home
-from logstore_cli.read import plan
+from logstore_cli.read.consumer import SourceConf
 from logstore_cli.read.fold import ArrowRows
+from logstore_cli.read.hybrid import resolve_hybrid
 from logstore_cli.read.service import ReadRequest, ReadSummary, Sink, check_new_path
 
 KIND = "_ls_kind"
@@ -155,7 +155,10 @@ def _log_start(req: ReadRequest, summary: ReadSummary) -> tuple[str, int | None]
     assert req.start is not None
     if req.start.kind != "snapshot":
         return req.start.describe(), None
-    hybrid = plan.hybrid_start(epoch_commits(req.table.ref.path), req.start.version)
+    log = req.spec.log_store
+    assert log is not None
+    conf = SourceConf(req.bootstrap or log.address, req.client_properties, log.topic, req.timeout_s)
+    hybrid = resolve_hybrid(req.table.ref.path, conf, req.start.version)
     summary.snapshot_version = hybrid.version
     return f"snapshot:{hybrid.version}", hybrid.version
 

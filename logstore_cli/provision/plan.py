@@ -14,6 +14,7 @@ from typing import Any
 
 from logstore_cli.catalog.schema import columns_from_delta_schema
 from logstore_cli.catalog.warehouse import DeltaState
+from logstore_cli.ddl.delta_properties import DELETED_FILE_RETENTION, LOG_RETENTION, retention_ms
 from logstore_cli.ddl.registry import TOPIC_CONFIG_PREFIX
 from logstore_cli.errors import TableConflictError, TableExistsError, TopicInUseError
 from logstore_cli.kafka.types import TopicInfo
@@ -236,3 +237,51 @@ def _null(nullable: bool) -> str:
 
 def _cols(cols: tuple[str, ...] | list[str]) -> str:
     return "(" + ", ".join(cols) + ")" if cols else "none"
+
+
+# -- the topic's retention against Delta's ------------------------------------------------------
+
+_DAY_MS = 86_400_000
+
+
+def _length(ms: int) -> str:
+    if ms % _DAY_MS == 0:
+        days = ms // _DAY_MS
+        return f"{days} day{'' if days == 1 else 's'}"
+    hours = ms / 3_600_000
+    return f"{hours:g} hour{'' if hours == 1 else 's'}"
+
+
+def retention_warnings(properties: Mapping[str, str], *, log_store: bool) -> list[str]:
+    """Why the table's topic may delete records a hybrid read needs while Delta still keeps the
+    snapshots it starts from: ``log.topic.retention.ms`` shorter than ``delta.logRetentionDuration``
+    or ``delta.deletedFileRetentionDuration`` (Delta's defaults when unset). The broker's default
+    retention is not asked for: only a retention the table sets is checked. ``-1`` is infinite."""
+    value = topic_configs(properties).get("retention.ms")
+    if not log_store or value is None:
+        return []
+    try:
+        topic_ms = int(value.strip())
+    except ValueError:
+        return []  # the broker refuses it when the topic is created or changed
+    if topic_ms < 0:
+        return []
+    longer: list[tuple[str, int]] = []
+    for key in (LOG_RETENTION, DELETED_FILE_RETENTION):
+        try:
+            delta_ms = retention_ms(properties, key)
+        except ValueError:
+            continue  # an invalid interval is an error of its own (validate)
+        if topic_ms < delta_ms:
+            longer.append((key, delta_ms))
+    if not longer:
+        return []
+    needed = max(ms for _, ms in longer)
+    named = " and ".join(f"{key} ({_length(ms)})" for key, ms in longer)
+    return [
+        f"{TOPIC_CONFIG_PREFIX}retention.ms = {topic_ms} ({_length(topic_ms)}) is shorter than "
+        f"{named}: a hybrid read from a snapshot older than the topic's retention "
+        "(read --from snapshot:V) fails, as the log no longer holds the offsets after it; set "
+        f"{TOPIC_CONFIG_PREFIX}retention.ms to {needed} or more (-1 keeps records forever), or "
+        "shorten the Delta retention"
+    ]

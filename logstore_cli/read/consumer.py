@@ -37,7 +37,13 @@ from typing import Any, Final, Protocol, Self, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError, TopicNotFoundError
+from logstore_cli.errors import (
+    BrokerError,
+    InvalidInputError,
+    LogstoreError,
+    RecordsDeletedError,
+    TopicNotFoundError,
+)
 from logstore_cli.kafka.client_config import java_only_reason, librdkafka_config
 from logstore_cli.kafka.errors import KafkaErrorMapper, Operation, check_topic_name, reason
 from logstore_cli.logformat.consistency import (
@@ -153,10 +159,6 @@ class _Record(Protocol):
     def key(self) -> bytes | None: ...
     def value(self) -> bytes | None: ...
     def headers(self) -> list[tuple[str, bytes]] | None: ...
-
-
-class RecordsDeletedError(LogstoreError):
-    """Records a read needs are no longer in the log (the topic's retention deleted them)."""
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal, TypeAlias
 
-from logstore_cli.catalog.epochs import EpochCommit
-from logstore_cli.errors import InvalidInputError
+from logstore_cli.catalog.epochs import EpochCommit, gone_offsets, usable_snapshots
+from logstore_cli.errors import InvalidInputError, RecordsDeletedError
 from logstore_cli.logformat.consistency import LEVELS, Emission, Level
 from logstore_cli.logformat.wire import RowKind, RowSchema, encode_row
 from logstore_cli.model import Consistency, LogStoreSpec, StartupMode
@@ -56,7 +56,8 @@ def choice(value: str, valid: Iterable[str], flag: str) -> str:
 @dataclass(frozen=True)
 class Start:
     """``--from``: the log's earliest or latest offsets, the first offsets at or after a time, or
-    a Delta snapshot (hybrid read: ``version`` None is the latest epoch commit)."""
+    a Delta snapshot (hybrid read: ``version`` None is the newest epoch commit whose offsets are
+    still in the log)."""
 
     kind: Literal["earliest", "latest", "timestamp", "snapshot"]
     timestamp_ms: int | None = None
@@ -236,12 +237,20 @@ class HybridStart:
     committed_through: Mapping[str, int] = field(default_factory=dict)
 
 
-def hybrid_start(commits: Iterable[EpochCommit], version: int | None) -> HybridStart:
-    """The start of a hybrid read from snapshot ``version`` (None: the newest epoch commit).
+def hybrid_start(
+    commits: Iterable[EpochCommit],
+    version: int | None,
+    log_start: Mapping[int, int] | None = None,
+) -> HybridStart:
+    """The start of a hybrid read from snapshot ``version`` (None: the newest epoch commit whose
+    offsets are all still in the log).
 
-    ``commits`` are the table's epoch commits (``catalog.epochs.epoch_commits``, any order). The snapshot must be an epoch commit:
-    only those record the log's offsets. Per writer, the highest epoch committed at or before the
-    snapshot is resolved for the reader.
+    ``commits`` are the table's epoch commits (``catalog.epochs.epoch_commits``, any order). The
+    snapshot must be an epoch commit: only those record the log's offsets. ``log_start`` is the
+    topic's earliest offset per partition (None: not checked); a snapshot whose recorded offsets
+    retention deleted is refused (RecordsDeletedError, exit 1) before anything is read: reading
+    on from the oldest record left would miss changes between the snapshot and it. Per writer, the
+    highest epoch committed at or before the snapshot is resolved for the reader.
     """
     found = sorted(commits, key=lambda c: c.version, reverse=True)
     if not found:
@@ -249,8 +258,11 @@ def hybrid_start(commits: Iterable[EpochCommit], version: int | None) -> HybridS
             "the table has no ingest epoch in its Delta log to start a hybrid read from",
             hint="ingest into the table first, or read with --from earliest",
         )
+    usable = found if log_start is None else usable_snapshots(found, log_start)
     if version is None:
-        at = found[0]
+        if not usable:
+            raise _snapshot_gone(found[0], log_start or {}, None, default=True)
+        at = usable[0]
     else:
         exact = [c for c in found if c.version == version]
         if not exact:
@@ -262,12 +274,44 @@ def hybrid_start(commits: Iterable[EpochCommit], version: int | None) -> HybridS
                 "newest",
             )
         at = exact[0]
+        if log_start is not None and at not in usable:
+            raise _snapshot_gone(at, log_start, usable[-1] if usable else None)
     through: dict[str, int] = {}
     for commit in found:
         if commit.version <= at.version:
             writer = commit.epoch.writer
             through[writer] = max(through.get(writer, -1), commit.epoch.epoch)
     return HybridStart(at.version, dict(at.offsets), through)
+
+
+def _snapshot_gone(
+    at: EpochCommit,
+    log_start: Mapping[int, int],
+    oldest: EpochCommit | None,
+    *,
+    default: bool = False,
+) -> RecordsDeletedError:
+    gone = gone_offsets(at, log_start)
+    where = "; ".join(
+        f"partition {p} offset {o} (the log now starts at {log_start[p]})" for p, o in gone.items()
+    )
+    what = "the newest snapshot" if default else "the snapshot"
+    message = (
+        f"{what}, Delta version {at.version}, continues the log at offsets the topic's "
+        f"retention deleted: {where}; a hybrid read from it would miss changes"
+    )
+    if oldest is not None:
+        hint = (
+            f"start from a snapshot the log still continues: versions {oldest.version} and newer "
+            f"(--from snapshot:{oldest.version} is the oldest; --from snapshot picks the newest)"
+        )
+    else:
+        hint = (
+            "no snapshot's offsets are left in the log: read the Delta table (--mode file), or "
+            "the log alone (--from earliest); give the topic a retention.ms longer than the "
+            "time between ingests (alter-table --set 'log.topic.retention.ms=...')"
+        )
+    return RecordsDeletedError(message, hint=hint)
 
 
 # -- one emitted change as a JSON line ------------------------------------------------------------

@@ -289,10 +289,11 @@ def read_with_consumer(
 ) -> ReadSummary:
     """A log read with the confluent-kafka engine; returns when bounded and done, when ``stop()``
     is true (follow), or at ``--limit``."""
-    from logstore_cli.catalog.epochs import EpochConfirmer, epoch_commits
+    from logstore_cli.catalog.epochs import EpochConfirmer
     from logstore_cli.catalog.snapshot import snapshot_batches
     from logstore_cli.read.consumer import LogReader, ReaderCheckpoint, ReaderDecider, SourceConf
     from logstore_cli.read.fold import ArrowRows
+    from logstore_cli.read.hybrid import resolve_hybrid
 
     assert req.level is not None and req.start is not None and req.spec.log_store is not None
     began = time.monotonic()
@@ -307,7 +308,7 @@ def read_with_consumer(
         saved = store.load()
     hybrid = None
     if req.start.kind == "snapshot" and saved is None:
-        hybrid = plan.hybrid_start(epoch_commits(req.table.ref.path), req.start.version)
+        hybrid = resolve_hybrid(req.table.ref.path, conf, req.start.version)
     emitted = 0
 
     def emit(kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> None:

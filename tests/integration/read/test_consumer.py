@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from logstore_cli.errors import BrokerError, LogstoreError, TopicNotFoundError
+from logstore_cli.errors import BrokerError, LogstoreError, RecordsDeletedError, TopicNotFoundError
 from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.kafka.local_broker import free_port
 from logstore_cli.kafka.producer import LogProducer
@@ -36,7 +36,6 @@ from logstore_cli.read.consumer import (
     LogSource,
     ReaderCheckpoint,
     ReadStats,
-    RecordsDeletedError,
     SourceConf,
 )
 from logstore_cli.read.plan import HybridStart, Start

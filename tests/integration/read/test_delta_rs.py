@@ -25,7 +25,7 @@ from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.errors import InvalidInputError, LogstoreError
 from logstore_cli.read import delta_rs, plan
 from logstore_cli.read.service import ReadRequest, build_request
-from tests.deltalog import write_spec, write_table
+from tests.deltalog import delta_store, write_table
 
 TABLE = "shop.orders"
 DDL = (
@@ -150,7 +150,7 @@ def test_a_change_feed_of_a_table_without_one_says_so(warehouse: Path) -> None:
     spec = parse_ddl("CREATE TABLE shop.plain (id BIGINT NOT NULL)", "t.sql", ParseOptions())[0]
     props, _ = wh.stored_properties(spec)
     path = warehouse / "shop" / "plain"
-    write_spec(path, spec, {k: v for k, v in props.items() if k != wh.CDF})  # as made elsewhere
+    delta_store(warehouse).create(path, spec, {k: v for k, v in props.items() if k != wh.CDF})
     write_deltalake(str(path), pa.table({"id": pa.array([1, 2], pa.int64())}), mode="append")
     with pytest.raises(InvalidInputError, match="no Change Data Feed for version 0"):
         _lines(_request(warehouse, "shop.plain", changes=True))

@@ -61,6 +61,7 @@ READ = frozenset(
     | {"catalog.epochs", "logformat", "logformat.errors", "logformat.values", "logformat.wire"}
     | {"logformat.consistency", "logformat.partitioner"}
 )
+VACUUM = frozenset({"cli.vacuum", "catalog.vacuum", "catalog.epochs"}) | (HISTORY - {"cli.history"})
 # Libraries no command here may load: the JVM side, the Kafka client, and pydantic (Typer's
 # coercion of values that are already text; see cli/lazy.py).
 NEVER = frozenset({"pyspark", "py4j", "delta", "confluent_kafka", "pydantic"})
@@ -74,6 +75,8 @@ DDL = (
     "WITH ('log.system' = 'kafka', 'kafka.topic' = 'orders', "
     "'kafka.bootstrap.servers' = '127.0.0.1:9')"
 )
+PLAIN_TABLE = "shop.plain"
+PLAIN_DDL = f"CREATE TABLE {PLAIN_TABLE} (id BIGINT NOT NULL, PRIMARY KEY (id) NOT ENFORCED)"
 ONE_TABLE = str(Path(__file__).parents[2] / "fixtures" / "ddl" / "paimon_kafka_filled.sql")
 
 # command id: (argv after 'logstore', extra env, allowed logstore_cli modules, allowed libraries)
@@ -118,6 +121,13 @@ CASES: dict[str, tuple[list[str], dict[str, str], frozenset[str], frozenset[str]
         {"PATH": "/nonexistent", "JAVA_HOME": "/nonexistent/java"},
         BASE | OPTIONS | CONTEXT | PROPERTIES | CATALOG | READ,
         frozenset({"deltalake", "pyarrow"}),
+    ),
+    # A table without a log store: no broker to ask where its log starts (confluent_kafka).
+    "vacuum": (
+        ["vacuum", PLAIN_TABLE, "--dry-run"],
+        {},
+        BASE | OPTIONS | CONTEXT | PROPERTIES | CATALOG | VACUUM,
+        frozenset({"deltalake"}),
     ),
     "complete a command name": (
         [],
@@ -185,6 +195,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     items = write_table(root, f"CREATE TABLE {ROWS_TABLE} (id BIGINT NOT NULL, name STRING)")
     rows = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]})
     write_deltalake(str(items), rows, mode="append")
+    write_table(root, PLAIN_DDL)
     return root
 
 

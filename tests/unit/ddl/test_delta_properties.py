@@ -7,7 +7,11 @@ import pytest
 
 from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.ddl.delta_properties import (
+    DELETED_FILE_RETENTION,
+    LOG_RETENTION,
     Protocol,
+    interval_ms,
+    retention_ms,
     spark_only,
     spark_only_change,
     value_problem,
@@ -97,3 +101,28 @@ def test_a_metadata_only_commit_is_refused_on_features_that_ask_more_of_commits(
     ).metadata_commit_safe()
     assert not Protocol(7, ("changeDataFeed", "inCommitTimestamp")).metadata_commit_safe()
     assert not Protocol(7, ("someFutureFeature",)).metadata_commit_safe()
+
+
+@pytest.mark.parametrize(
+    ("value", "ms"),
+    [
+        ("interval 30 days", 30 * 86_400_000),
+        ("INTERVAL 1 WEEK 2 hours", 7 * 86_400_000 + 2 * 3_600_000),
+        ("  interval 90 minutes ", 90 * 60_000),
+        ("interval 90.5 seconds", 90_500),
+        ("1 millisecond 1500 microseconds", 2),
+    ],
+)
+def test_an_interval_has_a_length_in_milliseconds(value: str, ms: int) -> None:
+    assert interval_ms(value) == ms
+
+
+def test_an_invalid_interval_has_no_length() -> None:
+    with pytest.raises(ValueError, match="no fixed length"):
+        interval_ms("interval 1 month")
+
+
+def test_a_retention_unset_is_deltas_default() -> None:
+    assert retention_ms({}, LOG_RETENTION) == 30 * 86_400_000
+    assert retention_ms({}, DELETED_FILE_RETENTION) == 7 * 86_400_000
+    assert retention_ms({DELETED_FILE_RETENTION: "2 days"}, DELETED_FILE_RETENTION) == 172_800_000

@@ -107,7 +107,9 @@ def test_every_entry_is_well_formed() -> None:
             assert d.prefix in (*registry.PASSTHROUGH_PREFIXES, registry.TOPIC_CONFIG_PREFIX)
         else:
             reserved = registry.is_reserved(d.key)
-            assert reserved or d.key.startswith(("kafka.", "scan.", "streaming-", "full-compaction."))
+            assert reserved or d.key.startswith(
+                ("kafka.", "scan.", "streaming-", "full-compaction.")
+            )
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from logstore_cli.catalog.epochs import EpochCommit
+from logstore_cli.catalog.epochs import EpochCommit, usable_snapshots
 from logstore_cli.catalog.tables import StoredTable
 from logstore_cli.catalog.warehouse import DeltaState, TableRef
 from logstore_cli.ddl import parse_ddl
-from logstore_cli.errors import InvalidInputError
+from logstore_cli.errors import InvalidInputError, RecordsDeletedError
 from logstore_cli.logformat.consistency import Emission
 from logstore_cli.logformat.wire import ChangeRecord, EpochId, RowKind, RowSchema
 from logstore_cli.model import TableSpec
@@ -180,6 +180,43 @@ def test_a_hybrid_start_continues_at_the_snapshots_offsets_and_skips_every_write
     assert dict(at.committed_through) == {"w1": 1, "w2": 0}  # not w2's epoch 1 (version 5)
     newest = plan.hybrid_start(commits, None)
     assert newest.version == 5 and dict(newest.committed_through) == {"w1": 1, "w2": 1}
+
+
+_HISTORY = [
+    _commit("w1", 0, 1, {0: 3, 1: 2}),
+    _commit("w1", 1, 2, {0: 6, 1: 5}),
+    _commit("w2", 0, 4, {0: 9, 1: 8}),
+    _commit("w2", 1, 5, {0: 12, 1: 8}),
+]
+
+
+def test_a_snapshot_whose_offsets_retention_deleted_is_refused_naming_the_oldest_that_works() -> (
+    None
+):
+    log_start = {0: 6, 1: 3}  # partition 0 lost offsets 0-5, partition 1 offsets 0-2
+    assert [c.version for c in usable_snapshots(_HISTORY, log_start)] == [5, 4, 2]
+    assert plan.hybrid_start(_HISTORY, 2, log_start).version == 2  # offsets 6 and 5 are held
+    with pytest.raises(RecordsDeletedError) as err:
+        plan.hybrid_start(reversed(_HISTORY), 1, log_start)
+    assert err.value.exit_code == 1
+    assert "Delta version 1" in err.value.message
+    assert "partition 0 offset 3 (the log now starts at 6)" in err.value.message
+    assert "partition 1 offset 2 (the log now starts at 3)" in err.value.message
+    assert "--from snapshot:2" in (err.value.hint or "")
+    assert plan.hybrid_start(_HISTORY, 1).version == 1  # without the log's offsets: not checked
+
+
+def test_the_default_snapshot_is_the_newest_whose_offsets_are_still_in_the_log() -> None:
+    # The rule is per snapshot, not "the newest": offsets recorded need not grow (a topic deleted
+    # and created again between epochs), and then an older snapshot may be the one that works.
+    history = [*_HISTORY[:3], _commit("w2", 1, 5, {0: 7, 1: 8})]
+    assert plan.hybrid_start(history, None, {0: 8, 1: 0}).version == 4
+    assert plan.hybrid_start(history, None, {0: 0, 1: 0}).version == 5
+    with pytest.raises(RecordsDeletedError) as err:
+        plan.hybrid_start(_HISTORY, None, {0: 13, 1: 0})  # retention deleted every start
+    assert "the newest snapshot, Delta version 5" in err.value.message
+    assert "partition 0 offset 12 (the log now starts at 13)" in err.value.message
+    assert "--mode file" in (err.value.hint or "")
 
 
 def test_a_hybrid_start_needs_an_epoch_commit() -> None:

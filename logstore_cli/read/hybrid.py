@@ -1,0 +1,27 @@
+"""Where a hybrid read starts, with the topic asked where its log now starts (docs/consistency.md,
+"Hybrid reads"): the decision is ``read.plan.hybrid_start``'s, the offsets the Kafka admin's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from logstore_cli.catalog.epochs import epoch_commits
+from logstore_cli.read import plan
+
+if TYPE_CHECKING:
+    from logstore_cli.read.consumer import SourceConf
+
+
+def log_start_offsets(conf: SourceConf) -> dict[int, int]:
+    """The topic's earliest offset still held, per partition."""
+    from logstore_cli.kafka.admin import KafkaAdmin
+
+    with KafkaAdmin(conf.bootstrap, conf.client_properties, timeout_s=conf.timeout_s) as admin:
+        return admin.start_offsets(conf.topic)
+
+
+def resolve_hybrid(table: Path, conf: SourceConf, version: int | None) -> plan.HybridStart:
+    """The start of a hybrid read from snapshot ``version`` of the Delta table at ``table`` (None:
+    the newest whose offsets the log still holds); a snapshot retention cut off is refused."""
+    return plan.hybrid_start(epoch_commits(table), version, log_start_offsets(conf))
