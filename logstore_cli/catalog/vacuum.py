@@ -187,7 +187,12 @@ def vacuum(
 
 def _vacuum(dt: Any, retain: int, *, dry_run: bool) -> list[str]:
     try:
-        found = dt.vacuum(retention_hours=retain, dry_run=dry_run, enforce_retention_duration=False)
+        # full: every file the log no longer references, as Spark's VACUUM lists them; delta-rs's
+        # default ("lite") sees only the tombstones since the last checkpoint, and a checkpoint
+        # drops tombstones older than the retention: their files would stay for ever.
+        found = dt.vacuum(
+            retention_hours=retain, dry_run=dry_run, enforce_retention_duration=False, full=True
+        )
     except Exception as exc:  # delta-rs raises its own error types
         raise LogstoreError(f"Delta vacuum failed: {exc}") from exc
     return [str(p) for p in found]
