@@ -66,6 +66,7 @@ def _hand_written_epochs(
 ) -> None:
     """Epochs ``numbers`` of writer ``w-old``, one new key each, as the job writes them."""
     end: dict[int, int] = {}
+    table = DeltaTable(str(path))  # one object, updated by each write: no re-reading of the log
     with LogProducer(bootstrap, {}, topic, timeout_s=TIMEOUT_S) as producer:
         partitions = producer.partition_count()
         for n in numbers:
@@ -80,8 +81,8 @@ def _hand_written_epochs(
                 app_transactions=[Transaction(eid.writer, eid.epoch)],
             )
             data = pa.Table.from_pylist([row], schema=SCHEMA)
-            write_deltalake(str(path), data, mode="append", commit_properties=props)
-            _, value, headers = encode_marker(CommitMarker(eid, DeltaTable(str(path)).version()))
+            write_deltalake(table, data, mode="append", commit_properties=props)
+            _, value, headers = encode_marker(CommitMarker(eid, table.version()))
             for p in range(partitions):
                 producer.send(None, value, headers, partition=p)
             end.update(producer.flush())
