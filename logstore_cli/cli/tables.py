@@ -255,6 +255,15 @@ def alter_table(
     unset: Annotated[
         list[str] | None, typer.Option("--unset", help="Remove a property (repeatable).")
     ] = None,
+    add_column: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--add-column",
+            help="Add a nullable column \"NAME TYPE [COMMENT 'text']\" (repeatable); rows "
+            "written before read it as null. Columns are never dropped, renamed or retyped.",
+            metavar="COLUMN",
+        ),
+    ] = None,
     delete_topic: Annotated[
         bool,
         typer.Option(
@@ -277,12 +286,21 @@ def alter_table(
     *,
     overrides: Overrides,
 ) -> None:
-    """Change table properties, validated like DDL; turning the log store on creates its topic."""
+    """Change table properties, validated like DDL; turning the log store on creates its topic.
+    Add columns to the table (and to the log's records of jobs started after)."""
     from logstore_cli.provision.service import alter_table as alter_service
 
     changes, removals = parse_pairs(set_, "--set"), list(unset or [])
-    if not changes and not removals:
-        raise InvalidInputError("nothing to change", hint="pass --set KEY=VALUE and/or --unset KEY")
+    columns = []
+    if add_column:
+        from logstore_cli.ddl.document import parse_column
+
+        columns = [parse_column(text) for text in add_column]
+    if not changes and not removals and not columns:
+        raise InvalidInputError(
+            "nothing to change",
+            hint='pass --set KEY=VALUE, --unset KEY and/or --add-column "NAME TYPE"',
+        )
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
     stored = ctx.load_table(table)
@@ -291,9 +309,14 @@ def alter_table(
             stored, stores, changes, removals, warehouse=ctx.warehouse,
             delete_topic=delete_topic, adopt_topic=adopt_topic,
             default_bootstrap=ctx.default_bootstrap, dry_run=dry_run, force=force,
+            add_columns=columns,
         )  # fmt: skip
     _warn_forced(out, result.forced_past, "altered")
-    out.success(f"{result.table}: {'would change' if dry_run else 'changed'} properties")
+    if columns:
+        names = ", ".join(c.name for c in columns)
+        out.success(f"{result.table}: {'would add' if dry_run else 'added'} column(s) {names}")
+    if changes or removals:
+        out.success(f"{result.table}: {'would change' if dry_run else 'changed'} properties")
     for line in result.topic.describe() if result.topic else []:
         out.info(line)
     warnings = _altered_retention(ctx, stored, changes, removals, dry_run=dry_run)

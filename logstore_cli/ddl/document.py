@@ -11,8 +11,8 @@ from logstore_cli.ddl.lexer import Kind, Token, tokenize
 from logstore_cli.ddl.options import ParseOptions
 from logstore_cli.ddl.parser import parse_statements
 from logstore_cli.ddl.source import Issue, Source, Span, clean
-from logstore_cli.errors import DDLError, Diagnostic
-from logstore_cli.model import TableSpec, is_secret_key, is_secret_value
+from logstore_cli.errors import DDLError, Diagnostic, InvalidInputError
+from logstore_cli.model import ColumnSpec, TableSpec, is_secret_key, is_secret_value
 from logstore_cli.names import DEFAULT_DATABASE
 
 
@@ -134,3 +134,22 @@ def _key_before(tokens: list[Token], j: int) -> str:
         else:
             break
     return ".".join(reversed(parts))
+
+
+def parse_column(text: str, what: str = "--add-column") -> ColumnSpec:
+    """One column definition, ``name TYPE [NOT NULL] [COMMENT '…']``, checked as a CREATE TABLE
+    column is (the same grammar and types: it is parsed as the only column of one)."""
+    try:
+        spec = parse_ddl(f"CREATE TABLE t ({text})", what)[0]
+    except DDLError as exc:
+        first = exc.errors[0].message if exc.errors else "invalid column definition"
+        raise InvalidInputError(
+            f"{what} {text!r}: {first}",
+            hint="write one column as NAME TYPE [COMMENT 'text'], e.g. \"region STRING\"",
+        ) from None
+    if len(spec.columns) != 1 or spec.primary_key or spec.properties or spec.partitioned_by:
+        raise InvalidInputError(
+            f"{what} {text!r}: expected one column definition",
+            hint=f"give each column its own {what}, as NAME TYPE [COMMENT 'text']",
+        )
+    return spec.columns[0]

@@ -1,0 +1,43 @@
+"""``alter-table --add-column``'s column definition: the CREATE TABLE column grammar, one column."""
+
+from __future__ import annotations
+
+import pytest
+
+from logstore_cli.ddl.document import parse_column
+from logstore_cli.ddl.render import add_columns_sql
+from logstore_cli.errors import InvalidInputError
+from logstore_cli.model import ColumnSpec
+
+
+def test_a_column_with_type_and_comment() -> None:
+    assert parse_column("Region STRING COMMENT 'it\\'s where'") == ColumnSpec(
+        "Region", "string", comment="it's where"
+    )
+    assert parse_column("price DECIMAL(10, 2) NOT NULL") == ColumnSpec(
+        "price", "decimal(10,2)", nullable=False
+    )  # NOT NULL parses; the service refuses it with its reason
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a INTY", "unknown type 'INTY'; did you mean INT"),
+        ("a INT, b INT", "expected one column definition"),
+        ("a INT) TBLPROPERTIES ('x' = 'y'", "expected one column definition"),
+        ("a", "--add-column 'a'"),
+    ],
+)
+def test_anything_but_one_column_is_refused(text: str, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message) as caught:
+        parse_column(text)
+    assert caught.value.exit_code == 2 and caught.value.hint
+
+
+def test_spark_sql_of_the_spark_path() -> None:
+    sql = add_columns_sql(
+        "/wh/db/t", [ColumnSpec("a`b", "int", comment="x'y"), ColumnSpec("c", "string")]
+    )
+    assert (
+        sql == "ALTER TABLE delta.`/wh/db/t` ADD COLUMNS (`a``b` int COMMENT 'x\\'y', `c` string)"
+    )
