@@ -286,8 +286,11 @@ def alter_table(
     *,
     overrides: Overrides,
 ) -> None:
-    """Change table properties, validated like DDL; turning the log store on creates its topic.
-    Add columns to the table (and to the log's records of jobs started after)."""
+    """Change table properties, validated like DDL; turning the log store on creates its topic;
+    add nullable columns.
+
+    Columns are added to the Delta table; the log's records carry them from the next ingest job
+    started on the table on."""
     from logstore_cli.provision.service import alter_table as alter_service
 
     changes, removals = parse_pairs(set_, "--set"), list(unset or [])
