@@ -314,7 +314,13 @@ def alter_table(
             default_bootstrap=ctx.default_bootstrap, dry_run=dry_run, force=force,
             add_columns=columns,
         )  # fmt: skip
-    _warn_forced(out, result.forced_past, "altered")
+    if result.writer_stops and result.forced_past is not None:
+        out.warning(
+            f"{result.forced_past.info.holder} writes the table: it stops at the start of its "
+            "next epoch (nothing lost); run it again to write the new column(s) to both stores"
+        )
+    else:
+        _warn_forced(out, result.forced_past, "altered")
     if columns:
         names = ", ".join(c.name for c in columns)
         out.success(f"{result.table}: {'would add' if dry_run else 'added'} column(s) {names}")

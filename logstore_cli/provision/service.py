@@ -393,8 +393,17 @@ class AlterResult:
     unset: list[str]
     topic: TopicChange | None
     dry_run: bool = False
-    forced_past: LiveWriter | None = None  # the live writer --force went past
+    forced_past: LiveWriter | None = None  # the live writer --force (or columns only) went past
     added_columns: tuple[ColumnSpec, ...] = ()
+
+    @property
+    def writer_stops(self) -> bool:
+        """The live writer gone past stops at its next epoch for the added columns only."""
+        return (
+            self.forced_past is not None
+            and bool(self.added_columns)
+            and not (self.set or self.unset)
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -435,7 +444,12 @@ def alter_table(
     old = stored.spec
     _check_alterable(stored, set_, unset)
     check_new_columns(old, add_columns)
-    writer = check_no_live_writer(stored.ref, "alter the table", _ALTER_BREAKS, force=force)
+    # Only columns added: a running ingest stops cleanly at its next epoch (SchemaWatch), so
+    # its lease does not stand in the way; it is named for the caller to warn about.
+    columns_only = bool(add_columns) and not set_ and not unset
+    writer = check_no_live_writer(
+        stored.ref, "alter the table", _ALTER_BREAKS, force=force or columns_only
+    )
     new_props = {k: v for k, v in old.properties.items() if k not in unset} | dict(set_)
     new_log = resolve_log_store(new_props, stored.ref.name, default_bootstrap, old.primary_key)
     owners = TopicOwners(warehouse, stores.delta, default_bootstrap)

@@ -618,3 +618,17 @@ def test_a_dry_run_adds_no_column(stores: Stores) -> None:
     service.create_tables([spec()], WH, stores)
     result = _alter(stores, {}, [], add_columns=[ColumnSpec("region", "string")], dry_run=True)
     assert result.added_columns and delta.states[WH / "db" / "orders"].version == 0
+
+
+def test_adding_columns_goes_past_a_live_writer_which_stops_at_its_next_epoch(
+    stores: Stores, tmp_path: Path
+) -> None:
+    stored, _ = _written(stores, tmp_path)
+    result = service.alter_table(stored, stores, {}, [], warehouse=tmp_path,
+                                 add_columns=[ColumnSpec("region", "string")])  # fmt: skip
+    assert result.writer_stops and result.forced_past is not None
+    assert _mem(stores)[0].calls[-1] == "add_columns orders"
+    # With a property change as well, the live writer still refuses it.
+    with pytest.raises(service.TableBeingWrittenError):
+        service.alter_table(stored, stores, {"my.prop": "v"}, [], warehouse=tmp_path,
+                            add_columns=[ColumnSpec("n", "int")])  # fmt: skip
