@@ -180,3 +180,31 @@ def test_a_running_ingest_stops_at_the_next_epoch_and_its_restart_writes_the_col
     ingest_once(spark, warehouse, TABLE, str(source))  # the restart: the file's epoch again
     assert delta_rows(warehouse / "shop" / "orders") == folded([*first, *second])
     assert_verify_passes(warehouse, tmp_path)
+
+
+def test_the_jobs_merge_with_the_old_columns_works_on_the_table_with_the_new_one(
+    spark: SparkSession, kafka_bootstrap: str, topic_name: str, tmp_path: Path
+) -> None:
+    """The window SchemaWatch cannot close (a column added while an epoch commits, after its
+    check) is Delta's: an epoch's MERGE naming the old columns fills the new one with null on
+    insert and keeps it on update."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    warehouse = tmp_path / "warehouse"
+    create_table(spark, warehouse, orders_ddl(TABLE, topic_name, kafka_bootstrap, partitions=1))
+    path = str(warehouse / "shop" / "orders")
+    add_region(spark, warehouse)
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a', 1, 1.00, 'north')")
+    old = ["id", "name", "qty", "price"]
+    batch = spark.createDataFrame([(1, "b", 2, Decimal("2.00")), (2, "c", 3, Decimal("3.00"))],
+                                  "id BIGINT, name STRING, qty INT, price DECIMAL(10,2)")  # fmt: skip
+    values: dict[str, Any] = {c: F.col(f"s.{c}") for c in old}
+    (
+        DeltaTable.forPath(spark, path).alias("t")
+        .merge(batch.alias("s"), F.col("t.id") == F.col("s.id"))
+        .whenMatchedUpdate(set=values).whenNotMatchedInsert(values=values).execute()
+    )  # fmt: skip
+    rows = delta_rows(Path(path))
+    assert rows[1]["name"] == "b" and rows[1]["region"] == "north"  # kept
+    assert rows[2]["name"] == "c" and rows[2]["region"] is None  # filled with null
