@@ -476,12 +476,20 @@ def check_new_columns(spec: TableSpec, columns: Sequence[ColumnSpec]) -> None:
     already written have no value for it) and a name the table or another new column has (Delta
     compares names case-insensitively)."""
     seen = {c.name.lower(): f"the table has a column '{c.name}'" for c in spec.columns}
+    types = {c.name.lower(): c for c in spec.columns}
     for c in columns:
         if not c.nullable:
             raise InvalidInputError(
                 f"cannot add column '{c.name}' as NOT NULL: the rows already written have no "
                 "value for it",
                 hint="add it nullable (drop NOT NULL); Delta then reads it as null in older rows",
+            )
+        have = types.get(c.name.lower())
+        if have is not None and have.type != c.type:
+            raise InvalidInputError(
+                f"cannot change column '{have.name}' from {have.type} to {c.type}: logstore "
+                "adds columns only; a type change (Delta 4.0's type widening) is not supported",
+                hint="add a new column with the wider type instead, and fill it in your writes",
             )
         if c.name.lower() in seen:
             raise InvalidInputError(

@@ -600,6 +600,7 @@ def test_alter_adds_columns_and_changes_properties_together(stores: Stores) -> N
         ([ColumnSpec("region", "string", nullable=False)], "NOT NULL: the rows already written"),
         ([ColumnSpec("NAME", "string")], "the table has a column 'name'"),
         ([ColumnSpec("a", "int"), ColumnSpec("A", "bigint")], "'A': it is given twice"),
+        ([ColumnSpec("id", "decimal(20,0)")], "cannot change column 'id' from bigint to decimal"),
     ],
 )
 def test_alter_refuses_columns_both_stores_cannot_take(
