@@ -14,7 +14,7 @@ from rich.console import Console, Group
 from rich.panel import Panel
 
 from logstore_cli.cli.context import Context, make_context, open_stores, parse_pairs
-from logstore_cli.cli.options import JsonOpt, config_options
+from logstore_cli.cli.options import JsonOpt, complete_table, config_options
 from logstore_cli.cli.options import TableArg as TableArg  # status.py imports it from here
 from logstore_cli.cli.output import Output, first_line, key_value_table, simple_table, text
 from logstore_cli.config import Overrides, Uses
@@ -247,7 +247,15 @@ def list_tables(
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
 def alter_table(
-    table: TableArg,
+    table: Annotated[
+        str | None,
+        typer.Argument(
+            help="Table name: db.table (or table, in 'default'); optional with --sql.",
+            metavar="[TABLE]",
+            autocompletion=complete_table,
+            show_default=False,
+        ),
+    ] = None,
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="Set a property KEY=VALUE (repeatable).", metavar="K=V"),
@@ -262,6 +270,14 @@ def alter_table(
             help="Add a nullable column \"NAME TYPE [COMMENT 'text']\" (repeatable); rows "
             "written before read it as null. Columns are never dropped, renamed or retyped.",
             metavar="COLUMN",
+        ),
+    ] = None,
+    sql: Annotated[
+        str | None,
+        typer.Option(
+            "--sql",
+            help="ALTER TABLE t ADD COLUMNS (…): the statement form of --add-column.",
+            metavar="STATEMENT",
         ),
     ] = None,
     delete_topic: Annotated[
@@ -299,6 +315,17 @@ def alter_table(
         from logstore_cli.ddl.document import parse_column
 
         columns = [parse_column(text) for text in add_column]
+    named = None  # the table --sql's statement alters
+    if sql is not None:
+        from logstore_cli.ddl.document import parse_alter_add_columns
+
+        named, more = parse_alter_add_columns(sql)
+        columns += more
+    target = table if table is not None else named
+    if target is None:
+        raise InvalidInputError(
+            "no table given", hint="pass TABLE, or --sql 'ALTER TABLE t ADD COLUMNS (…)'"
+        )
     if not changes and not removals and not columns:
         raise InvalidInputError(
             "nothing to change",
@@ -306,7 +333,12 @@ def alter_table(
         )
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    stored = ctx.load_table(table)
+    stored = ctx.load_table(target)
+    if named is not None and ctx.load_table(named).ref.name != stored.ref.name:
+        raise InvalidInputError(
+            f"--sql alters table {named}, not {table}",
+            hint="name one table: drop TABLE, or make it the statement's",
+        )
     with out.status("changing the table (starts Spark) …"), open_stores(ctx) as stores:
         result = alter_service(
             stored, stores, changes, removals, warehouse=ctx.warehouse,

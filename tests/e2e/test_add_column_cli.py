@@ -71,3 +71,14 @@ def test_what_both_stores_cannot_take_is_refused_with_the_reason(
     assert result.returncode == EXIT_INVALID_INPUT, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
     assert [c["name"] for c in _columns(root)] == ["id", "name"]
+
+
+def test_the_statement_form_through_sql(root: Path) -> None:
+    result = _run(root, "alter-table", "--sql",
+                  "ALTER TABLE db.orders ADD COLUMNS (region STRING, n INT)", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert [c["name"] for c in _columns(root)] == ["id", "name", "region", "n"]
+    other = _run(root, "alter-table", "db.other", "--sql", "ALTER TABLE db.orders ADD COLUMN m INT")
+    assert other.returncode != 0 and "Traceback" not in other.stderr
+    drop = _run(root, "alter-table", "--sql", "ALTER TABLE db.orders DROP COLUMN n")
+    assert drop.returncode == EXIT_INVALID_INPUT and "DROP is refused" in drop.stderr

@@ -41,3 +41,37 @@ def test_spark_sql_of_the_spark_path() -> None:
     assert (
         sql == "ALTER TABLE delta.`/wh/db/t` ADD COLUMNS (`a``b` int COMMENT 'x\\'y', `c` string)"
     )
+
+
+def test_the_statement_form() -> None:
+    from logstore_cli.ddl.document import parse_alter_add_columns
+
+    name, columns = parse_alter_add_columns(
+        "alter table shop.`orders` add columns (region STRING COMMENT 'w', n INT);"
+    )
+    assert name == "shop.orders"
+    assert columns == [ColumnSpec("region", "string", comment="w"), ColumnSpec("n", "int")]
+    assert parse_alter_add_columns("ALTER TABLE t ADD COLUMN n INT") == (
+        "t",
+        [ColumnSpec("n", "int")],
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ALTER TABLE t SET TBLPROPERTIES ('a' = 'b')", "only ALTER TABLE <name> ADD COLUMNS"),
+        ("ALTER TABLE t DROP COLUMN a", "DROP is refused: logstore only adds columns"),
+        ("ALTER TABLE t RENAME COLUMN a TO b", "RENAME is refused"),
+        ("ALTER TABLE t ADD COLUMNS (a INTY)", "unknown type 'INTY'"),
+        ("ALTER TABLE t ADD COLUMNS (a INT", "unbalanced parentheses"),
+        ("CREATE TABLE t (a INT)", "expected ALTER TABLE"),
+        ("ALTER TABLE t ADD COLUMNS (a INT, PRIMARY KEY (a))", "column definitions only"),
+    ],
+)
+def test_other_statements_are_refused(text: str, message: str) -> None:
+    from logstore_cli.ddl.document import parse_alter_add_columns
+
+    with pytest.raises(InvalidInputError, match=message) as caught:
+        parse_alter_add_columns(text)
+    assert caught.value.exit_code == 2 and caught.value.hint
