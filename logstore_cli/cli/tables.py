@@ -251,7 +251,7 @@ def alter_table(
         str | None,
         typer.Argument(
             help="Table name: db.table (or table, in 'default'); optional with --sql.",
-            metavar="[TABLE]",
+            metavar="TABLE",
             autocompletion=complete_table,
             show_default=False,
         ),
