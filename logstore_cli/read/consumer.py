@@ -253,6 +253,7 @@ class LogSource:
         # The table's schema read again, for a record with a column ``schema`` lacks: a column
         # added (alter-table --add-column) after this read started.
         self.reload_schema = reload_schema
+        self._next_reload = 0.0  # monotonic time before which a reload found nothing new
         # decode() for this table's records, several times faster on the common shape.
         self.decode: Callable[[bytes | None, bytes | None, Any], Item] = (
             RecordDecoder(schema) if schema is not None else functools.partial(decode, schema=None)
@@ -471,8 +472,12 @@ class LogSource:
     def _newer_schema(self) -> bool:
         if self.reload_schema is None or self.schema is None:
             return False
+        now = time.monotonic()
+        if now < self._next_reload:
+            return False  # a run of malformed records reads the Delta log once a second at most
         schema = self.reload_schema()
         if set(schema.names) <= set(self.schema.names):
+            self._next_reload = now + 1.0
             return False  # nothing was added: the record is malformed
         log.info("table columns now %s: a column was added", ", ".join(schema.names))
         self.schema, self.decode = schema, RecordDecoder(schema)
