@@ -182,3 +182,35 @@ def delta_schema(columns: Sequence[ColumnSpec]) -> dict[str, Any]:
             for c in columns
         ],
     }
+
+
+def add_columns(
+    metadata: Mapping[str, Any],
+    columns: Sequence[ColumnSpec],
+    *,
+    txn_id: str,
+    now_ms: int,
+    engine: str,
+) -> list[dict[str, Any]]:
+    """A commit replacing the table's ``metadata`` with one whose schema has ``columns`` appended
+    (nullable, checked by ``check_new_columns``): all in one commit, as Spark's ``ALTER TABLE …
+    ADD COLUMNS`` makes it. Rows already written read the new columns as null."""
+    schema = json.loads(metadata["schemaString"])
+    fields = delta_schema(columns)["fields"]
+    schema = {**schema, "fields": [*schema["fields"], *fields]}
+    info = {
+        "timestamp": now_ms,
+        "operation": "ADD COLUMNS",
+        "operationParameters": {"columns": _compact([{"column": f} for f in fields])},
+        "isolationLevel": "Serializable",
+        "isBlindAppend": True,
+        "operationMetrics": {},
+        "engineInfo": engine,
+        "txnId": txn_id,
+    }
+    return [{"commitInfo": info}, {"metaData": {**metadata, "schemaString": _compact(schema)}}]
+
+
+def needs_ntz(columns: Sequence[ColumnSpec]) -> bool:
+    """Whether any of ``columns`` needs the ``timestampNtz`` table feature."""
+    return any(_has_ntz(parse_type(c.type)) for c in columns)

@@ -72,7 +72,8 @@ COMMANDS = (
         "alter-table",
         "tables",
         "alter_table",
-        "Change table properties, validated like DDL; turning the log store on creates its topic.",
+        "Change table properties, validated like DDL; turning the log store on creates its topic; "
+        "add nullable columns.",
     ),
     _cli(
         "drop-table",

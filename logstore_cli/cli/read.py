@@ -58,6 +58,9 @@ class JsonLines:
     def flush(self) -> None:
         self.stream.flush()
 
+    def schema_changed(self, schema: RowSchema) -> None:
+        self.schema, self.lines = schema, plan.ChangeLines(schema)
+
 
 class TerminalTable:
     """A Rich table of the changes, printed when the read ends (bounded reads); a following read
@@ -90,6 +93,9 @@ class TerminalTable:
     def flush(self) -> None:
         """Nothing is held: a following read prints each change as it comes."""
 
+    def schema_changed(self, schema: RowSchema) -> None:
+        self.schema = schema  # rows held so far have no cell for an added column: ""
+
     def render(self, title: str) -> None:
         if self.follow:
             return
@@ -98,7 +104,9 @@ class TerminalTable:
         for name in self.schema.names:
             table.add_column(text(name), overflow="fold")
         table.add_column("at", style="dim", no_wrap=True)
+        width = len(self.schema.names)
         for kind, cells, where in self.rows:
+            cells = cells + [""] * (width - len(cells))  # held before a column was added
             table.add_row(Text(kind, _KIND_STYLE.get(kind, "")), *map(text, cells), text(where))
         self.console.print(table)
 

@@ -14,7 +14,7 @@ from rich.console import Console, Group
 from rich.panel import Panel
 
 from logstore_cli.cli.context import Context, make_context, open_stores, parse_pairs
-from logstore_cli.cli.options import JsonOpt, config_options
+from logstore_cli.cli.options import JsonOpt, complete_table, config_options
 from logstore_cli.cli.options import TableArg as TableArg  # status.py imports it from here
 from logstore_cli.cli.output import Output, first_line, key_value_table, simple_table, text
 from logstore_cli.config import Overrides, Uses
@@ -247,13 +247,38 @@ def list_tables(
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
 def alter_table(
-    table: TableArg,
+    table: Annotated[
+        str | None,
+        typer.Argument(
+            help="Table name: db.table (or table, in 'default'); optional with --sql.",
+            metavar="TABLE",
+            autocompletion=complete_table,
+            show_default=False,
+        ),
+    ] = None,
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="Set a property KEY=VALUE (repeatable).", metavar="K=V"),
     ] = None,
     unset: Annotated[
         list[str] | None, typer.Option("--unset", help="Remove a property (repeatable).")
+    ] = None,
+    add_column: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--add-column",
+            help="Add a nullable column \"NAME TYPE [COMMENT 'text']\" (repeatable); rows "
+            "written before read it as null. Columns are never dropped, renamed or retyped.",
+            metavar="COLUMN",
+        ),
+    ] = None,
+    sql: Annotated[
+        str | None,
+        typer.Option(
+            "--sql",
+            help="ALTER TABLE t ADD COLUMNS (…): the statement form of --add-column.",
+            metavar="STATEMENT",
+        ),
     ] = None,
     delete_topic: Annotated[
         bool,
@@ -277,23 +302,62 @@ def alter_table(
     *,
     overrides: Overrides,
 ) -> None:
-    """Change table properties, validated like DDL; turning the log store on creates its topic."""
+    """Change table properties, validated like DDL; turning the log store on creates its topic;
+    add nullable columns.
+
+    Columns are added to the Delta table; the log's records carry them from the next ingest job
+    started on the table on."""
     from logstore_cli.provision.service import alter_table as alter_service
 
     changes, removals = parse_pairs(set_, "--set"), list(unset or [])
-    if not changes and not removals:
-        raise InvalidInputError("nothing to change", hint="pass --set KEY=VALUE and/or --unset KEY")
+    columns = []
+    if add_column:
+        from logstore_cli.ddl.document import parse_column
+
+        columns = [parse_column(text) for text in add_column]
+    named = None  # the table --sql's statement alters
+    if sql is not None:
+        from logstore_cli.ddl.document import parse_alter_add_columns
+
+        named, more = parse_alter_add_columns(sql)
+        columns += more
+    target = table if table is not None else named
+    if target is None:
+        raise InvalidInputError(
+            "no table given", hint="pass TABLE, or --sql 'ALTER TABLE t ADD COLUMNS (…)'"
+        )
+    if not changes and not removals and not columns:
+        raise InvalidInputError(
+            "nothing to change",
+            hint='pass --set KEY=VALUE, --unset KEY and/or --add-column "NAME TYPE"',
+        )
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    stored = ctx.load_table(table)
+    stored = ctx.load_table(target)
+    if named is not None and ctx.load_table(named).ref.name != stored.ref.name:
+        raise InvalidInputError(
+            f"--sql alters table {named}, not {table}",
+            hint="name one table: drop TABLE, or make it the statement's",
+        )
     with out.status("changing the table (starts Spark) …"), open_stores(ctx) as stores:
         result = alter_service(
             stored, stores, changes, removals, warehouse=ctx.warehouse,
             delete_topic=delete_topic, adopt_topic=adopt_topic,
             default_bootstrap=ctx.default_bootstrap, dry_run=dry_run, force=force,
+            add_columns=columns,
         )  # fmt: skip
-    _warn_forced(out, result.forced_past, "altered")
-    out.success(f"{result.table}: {'would change' if dry_run else 'changed'} properties")
+    if result.writer_stops and result.forced_past is not None:
+        out.warning(
+            f"{result.forced_past.info.holder} writes the table: it stops at the start of its "
+            "next epoch (nothing lost); run it again to write the new column(s) to both stores"
+        )
+    else:
+        _warn_forced(out, result.forced_past, "altered")
+    if columns:
+        names = ", ".join(c.name for c in columns)
+        out.success(f"{result.table}: {'would add' if dry_run else 'added'} column(s) {names}")
+    if changes or removals:
+        out.success(f"{result.table}: {'would change' if dry_run else 'changed'} properties")
     for line in result.topic.describe() if result.topic else []:
         out.info(line)
     warnings = _altered_retention(ctx, stored, changes, removals, dry_run=dry_run)

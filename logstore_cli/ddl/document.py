@@ -11,8 +11,8 @@ from logstore_cli.ddl.lexer import Kind, Token, tokenize
 from logstore_cli.ddl.options import ParseOptions
 from logstore_cli.ddl.parser import parse_statements
 from logstore_cli.ddl.source import Issue, Source, Span, clean
-from logstore_cli.errors import DDLError, Diagnostic
-from logstore_cli.model import TableSpec, is_secret_key, is_secret_value
+from logstore_cli.errors import DDLError, Diagnostic, InvalidInputError
+from logstore_cli.model import ColumnSpec, TableSpec, is_secret_key, is_secret_value
 from logstore_cli.names import DEFAULT_DATABASE
 
 
@@ -134,3 +134,80 @@ def _key_before(tokens: list[Token], j: int) -> str:
         else:
             break
     return ".".join(reversed(parts))
+
+
+def parse_column(text: str, what: str = "--add-column") -> ColumnSpec:
+    """One column definition, ``name TYPE [NOT NULL] [COMMENT '…']``, checked as a CREATE TABLE
+    column is (the same grammar and types: it is parsed as the only column of one)."""
+    try:
+        spec = parse_ddl(f"CREATE TABLE t ({text})", what)[0]
+    except DDLError as exc:
+        first = exc.errors[0].message if exc.errors else "invalid column definition"
+        raise InvalidInputError(
+            f"{what} {text!r}: {first}",
+            hint="write one column as NAME TYPE [COMMENT 'text'], e.g. \"region STRING\"",
+        ) from None
+    if len(spec.columns) != 1 or spec.primary_key or spec.properties or spec.partitioned_by:
+        raise InvalidInputError(
+            f"{what} {text!r}: expected one column definition",
+            hint=f"give each column its own {what}, as NAME TYPE [COMMENT 'text']",
+        )
+    return spec.columns[0]
+
+
+def parse_alter_add_columns(text: str, filename: str = "--sql") -> tuple[str, list[ColumnSpec]]:
+    """``ALTER TABLE name ADD COLUMN[S] [(]column, …[)] [;]``, the one ALTER statement logstore
+    takes: the table's name as written and its columns (each checked as ``parse_column``)."""
+    cleaned = clean(text)
+    lexed = tokenize(cleaned)
+    if lexed.error is not None:
+        raise InvalidInputError(f"{filename}: {lexed.error.message}", hint=_ALTER_HINT)
+    tokens = [t for t in lexed.tokens if t.kind is not Kind.EOF]
+    if tokens and tokens[-1].is_symbol(";"):
+        tokens.pop()
+    if len(tokens) < 2 or not (tokens[0].is_word("ALTER") and tokens[1].is_word("TABLE")):
+        raise InvalidInputError(f"{filename}: expected ALTER TABLE …", hint=_ALTER_HINT)
+    i, name = 2, []
+    while i < len(tokens) and tokens[i].kind in (Kind.WORD, Kind.IDENT):
+        name.append(tokens[i].text)
+        if i + 1 < len(tokens) and tokens[i + 1].is_symbol("."):
+            i += 2
+            continue
+        i += 1
+        break
+    rest = tokens[i:]
+    if name and rest and rest[0].is_word("DROP", "RENAME", "ALTER", "CHANGE", "REPLACE"):
+        raise InvalidInputError(
+            f"{filename}: {rest[0].text.upper()} is refused: logstore only adds columns; the log's "
+            "old records keep a column's old name and type, and a reader replaying them would "
+            "show them under a column that no longer means the same",
+            hint="add a new column instead (ADD COLUMNS), and fill it in your writes",
+        )
+    if (
+        not name
+        or len(rest) < 3
+        or not rest[0].is_word("ADD")
+        or not rest[1].is_word("COLUMN", "COLUMNS")
+    ):
+        raise InvalidInputError(
+            f"{filename}: only ALTER TABLE <name> ADD COLUMNS (…) is taken here",
+            hint=_ALTER_HINT + "; properties change with --set/--unset",
+        )
+    body = rest[2:]
+    if body[0].is_symbol("(") != body[-1].is_symbol(")"):
+        raise InvalidInputError(f"{filename}: unbalanced parentheses", hint=_ALTER_HINT)
+    if body[0].is_symbol("(") and body[-1].is_symbol(")"):
+        inner = cleaned[body[0].end : body[-1].start]
+    else:
+        inner = cleaned[body[0].start : body[-1].end]
+    try:
+        spec = parse_ddl(f"CREATE TABLE t ({inner})", filename)[0]
+    except DDLError as exc:
+        first = exc.errors[0].message if exc.errors else "invalid column definitions"
+        raise InvalidInputError(f"{filename}: {first}", hint=_ALTER_HINT) from None
+    if spec.primary_key or spec.properties or spec.partitioned_by:
+        raise InvalidInputError(f"{filename}: expected column definitions only", hint=_ALTER_HINT)
+    return ".".join(name), list(spec.columns)
+
+
+_ALTER_HINT = "write ALTER TABLE db.t ADD COLUMNS (region STRING COMMENT 'where', n INT)"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from logstore_cli.model import ColumnSpec
+
 
 def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
@@ -28,3 +30,13 @@ def alter_properties_sql(path: str, set_: Mapping[str, str], unset: Sequence[str
         keys = ", ".join(quote_string(k) for k in unset)
         statements.append(f"ALTER TABLE {table} UNSET TBLPROPERTIES IF EXISTS ({keys})")
     return statements
+
+
+def add_columns_sql(path: str, columns: Sequence[ColumnSpec]) -> str:
+    """``ALTER TABLE delta.`path` ADD COLUMNS (…)`` for nullable ``columns`` (the Spark path of
+    ``alter-table --add-column``)."""
+    parts = []
+    for c in columns:
+        comment = f" COMMENT {quote_string(c.comment)}" if c.comment is not None else ""
+        parts.append(f"{quote_identifier(c.name)} {c.type}{comment}")
+    return f"ALTER TABLE {delta_path_table(path)} ADD COLUMNS ({', '.join(parts)})"

@@ -192,6 +192,13 @@ class LeaseGuard(Protocol):
         ...
 
 
+class SchemaGuard(Protocol):
+    def check(self) -> None:
+        """Raise unless the table still has the columns the job writes (a column added since the
+        job started: it stops, to be started again with them)."""
+        ...
+
+
 def _no_crash(point: str, epoch: int) -> None:
     return None
 
@@ -278,7 +285,8 @@ class EpochProtocol(Generic[B]):
     than the margin is the gap a lease without fencing leaves). ``new_attempt`` makes attempt ids:
     a new one for every execution of an epoch. ``outside`` finds the table's outside writes (None:
     none are carried; a job that writes one store only never carries), ``on_carry`` hears of each
-    carry.
+    carry. ``schema`` (None: not checked) stops the job at an epoch's start, before it writes
+    anything, when the table's columns are no longer the job's.
     """
 
     def __init__(
@@ -297,6 +305,7 @@ class EpochProtocol(Generic[B]):
         on_carry: Callable[[CarryReport], None] = lambda report: None,
         compact_every: int = 0,
         commit_retries: int = COMMIT_RETRIES,
+        schema: SchemaGuard | None = None,
     ) -> None:
         if log is None and table is None:
             raise ValueError("an ingest job writes the log, the table or both")
@@ -313,6 +322,7 @@ class EpochProtocol(Generic[B]):
         self.on_carry = on_carry
         self.compact_every = compact_every if table is not None else 0
         self.commit_retries = commit_retries
+        self.schema = schema
         self._since_compaction = 0
         self._last_attempt: str | None = None
         self._started = False
@@ -344,6 +354,8 @@ class EpochProtocol(Generic[B]):
             mark = now
 
         self.lease.check()
+        if self.schema is not None:
+            self.schema.check()  # before anything of the epoch is written: it runs again
         self._carry()  # outside writes committed since the last epoch go first, in Delta's order
         eid = EpochId(self.writer, epoch, self._attempt())
         quarantined = self.quarantine.write(batch, self.writer, epoch)

@@ -30,6 +30,7 @@ from pyspark.sql.window import Window
 
 from logstore_cli.catalog import epochs
 from logstore_cli.catalog.outside import Follower, only_maintenance_since
+from logstore_cli.catalog.schema_watch import SchemaWatch
 from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError, OutsideWriteError
 from logstore_cli.ingest import plan
 from logstore_cli.ingest.epoch import (
@@ -980,6 +981,7 @@ def protocol_for(
         outside=outside,
         on_carry=on_carry,
         compact_every=plan.compact_every(job.table),
+        schema=SchemaWatch(job.table_path, job.table.name, [c.name for c in job.table.columns]),
     )
 
 

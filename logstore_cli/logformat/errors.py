@@ -11,8 +11,10 @@ from logstore_cli.errors import LogstoreError
 # - "version": a logstore record of another format version (a newer logstore wrote it);
 # - "malformed": it claims format 1 but breaks it (a missing header, a value that is not JSON ...);
 # - "value": a value does not fit its column's type (encoding or decoding);
-# - "type": a column type format 1 has no encoding for.
-Reason = Literal["foreign", "version", "malformed", "value", "type"]
+# - "type": a column type format 1 has no encoding for;
+# - "column": a value has a column the reader's schema lacks (added after the reader started:
+#   the reader reads the table's schema again; still unknown, it is malformed).
+Reason = Literal["foreign", "version", "malformed", "value", "type", "column"]
 
 
 class WireFormatError(LogstoreError):

@@ -129,10 +129,13 @@ class TableLike(Protocol):
 @dataclass(frozen=True)
 class RowSchema:
     """The columns (name, Spark SQL type string) in table order, and the primary key in
-    declaration order (empty for a table without one)."""
+    declaration order (empty for a table without one). ``optional``: the columns a record's value
+    may lack, read as null: the nullable ones, as a value written before ``alter-table
+    --add-column`` added them lacks them (what Delta does for a data file written before)."""
 
     columns: tuple[tuple[str, str], ...]
     primary_key: tuple[str, ...] = ()
+    optional: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         names = [name for name, _ in self.columns]
@@ -158,7 +161,11 @@ class RowSchema:
 
     @classmethod
     def of(cls, table: TableLike) -> RowSchema:
-        return cls(tuple((c.name, c.type) for c in table.columns), tuple(table.primary_key))
+        key = tuple(table.primary_key)
+        optional = frozenset(
+            c.name for c in table.columns if getattr(c, "nullable", False) and c.name not in key
+        )
+        return cls(tuple((c.name, c.type) for c in table.columns), key, optional)
 
     @cached_property
     def names(self) -> tuple[str, ...]:
@@ -479,15 +486,19 @@ def _decode_columns(
     unknown = [name for name in values if name not in schema.types]
     if unknown:
         raise WireFormatError(
-            f"the record's {what} has an unknown column {unknown[0]!r}", reason="malformed"
+            f"the record's {what} has an unknown column {unknown[0]!r}", reason="column"
         )
-    missing = [name for name in required if name not in values]
+    missing = [name for name in required if name not in values and name not in schema.optional]
     if missing:
         raise WireFormatError(
             f"the record's {what} has no column {missing[0]!r}", reason="malformed"
         )
-    result = {}
-    for name in (n for n in order if n in values):
+    result: dict[str, Any] = {}
+    for name in order:
+        if name not in values:
+            if name in required:  # an optional column the record was written without
+                result[name] = None
+            continue
         try:
             result[name] = value_decoder(schema.type_of(name))(values[name])
         except _Problem as problem:

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from logstore_cli.catalog.tables import TopicReader
 from logstore_cli.catalog.warehouse import DeltaState, TableRef
-from logstore_cli.model import LogStoreSpec, TableSpec
+from logstore_cli.model import ColumnSpec, LogStoreSpec, TableSpec
 
 
 class DeltaStore(Protocol):
@@ -25,6 +25,10 @@ class DeltaStore(Protocol):
     def create(self, path: Path, spec: TableSpec, properties: Mapping[str, str]) -> None: ...
 
     def alter(self, path: Path, set_: Mapping[str, str], unset: Sequence[str]) -> None: ...
+
+    def add_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
+        """Append nullable ``columns`` to the table's schema in one commit."""
+        ...
 
     def drop(self, path: Path) -> None: ...
 

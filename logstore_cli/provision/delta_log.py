@@ -26,7 +26,7 @@ from logstore_cli.catalog import delta_actions
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.ddl.delta_properties import Protocol, spark_only, spark_only_change
 from logstore_cli.errors import LogstoreError
-from logstore_cli.model import TableSpec
+from logstore_cli.model import ColumnSpec, TableSpec
 from logstore_cli.provision.delta_spark import SparkDeltaStore
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,43 @@ class DeltaLogStore:
                 f"changing the properties of the Delta table at {path} failed: {_first_line(exc)}"
             ) from exc
 
+    def add_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
+        proto, configuration = self._protocol(path)
+        needs_spark = []
+        if not proto.metadata_commit_safe():
+            needs_spark.append(f"the table's writer features ({', '.join(proto.writer_features)})")
+        # A mapped column needs an id and a physical name that only Spark assigns.
+        if configuration.get("delta.columnMapping.mode", "none").lower() != "none":
+            needs_spark.append("column mapping")
+        if delta_actions.needs_ntz(columns) and "timestampNtz" not in proto.writer_features:
+            needs_spark.append("a TIMESTAMP_NTZ column (the timestampNtz table feature)")
+        if needs_spark:
+            log.info("adding columns to %s with Spark: %s", path, ", ".join(needs_spark))
+            with _why_spark(needs_spark):
+                self._spark.add_columns(path, columns)
+            return
+        try:
+            commit_columns(path, columns)
+        except LogstoreError:
+            raise
+        except Exception as exc:  # delta-rs's errors reading the table, OSError writing
+            raise LogstoreError(
+                f"adding columns to the Delta table at {path} failed: {_first_line(exc)}"
+            ) from exc
+
+    def _protocol(self, path: Path) -> tuple[Protocol, dict[str, str]]:
+        from deltalake import DeltaTable
+
+        wh.contained(self._warehouse, path)
+        try:
+            dt = DeltaTable(str(path))
+            found, configuration = dt.protocol(), dict(dt.metadata().configuration)
+        except Exception as exc:  # delta-rs raises its own errors for an unreadable table
+            raise LogstoreError(
+                f"cannot read the Delta table at {path}: {_first_line(exc)}"
+            ) from exc
+        return Protocol(found.min_writer_version, tuple(found.writer_features or ())), configuration
+
 
 def commit_properties(path: Path, set_: Mapping[str, str], unset: Sequence[str]) -> int:
     """The property change as one commit on the newest version; its version. Another writer's
@@ -126,21 +163,7 @@ def commit_properties(path: Path, set_: Mapping[str, str], unset: Sequence[str])
 
     for _ in range(_COMMIT_ATTEMPTS):
         dt = DeltaTable(str(path))
-        meta = dt.metadata()
-        current: dict[str, Any] = {"id": meta.id}
-        if meta.name is not None:
-            current["name"] = meta.name
-        if meta.description is not None:
-            current["description"] = meta.description
-        current.update(
-            {
-                "format": {"provider": "parquet", "options": {}},  # the only format Delta has
-                "schemaString": dt.schema().to_json(),
-                "partitionColumns": list(meta.partition_columns),
-                "configuration": dict(meta.configuration),
-                "createdTime": meta.created_time,
-            }
-        )
+        current = _current_metadata(dt)
         actions = delta_actions.change_properties(
             current, set_, unset, txn_id=str(uuid.uuid4()), now_ms=_now_ms(), engine=ENGINE
         )
@@ -151,6 +174,47 @@ def commit_properties(path: Path, set_: Mapping[str, str], unset: Sequence[str])
         f"{_COMMIT_ATTEMPTS} versions first",
         hint="run alter-table again when the table is quieter",
     )
+
+
+def commit_columns(path: Path, columns: Sequence[ColumnSpec]) -> int:
+    """The added ``columns`` as one metaData commit on the newest version; its version. Another
+    writer's commit of that version first: read the table again and go on from there (an epoch
+    commit does not touch the schema, so the added columns still apply)."""
+    from deltalake import DeltaTable
+
+    for _ in range(_COMMIT_ATTEMPTS):
+        dt = DeltaTable(str(path))
+        actions = delta_actions.add_columns(
+            _current_metadata(dt), columns, txn_id=str(uuid.uuid4()), now_ms=_now_ms(),
+            engine=ENGINE,
+        )  # fmt: skip
+        if put_if_absent(path, dt.version() + 1, delta_actions.commit_text(actions)):
+            return dt.version() + 1
+    raise LogstoreError(
+        f"could not commit the new columns to {path}: other writers took the next "
+        f"{_COMMIT_ATTEMPTS} versions first",
+        hint="run alter-table again when the table is quieter",
+    )
+
+
+def _current_metadata(dt: Any) -> dict[str, Any]:
+    """The table's newest metaData action as delta-rs reads it back."""
+    meta = dt.metadata()
+    current: dict[str, Any] = {"id": meta.id}
+    if meta.name is not None:
+        current["name"] = meta.name
+    if meta.description is not None:
+        current["description"] = meta.description
+    current.update(
+        {
+            "format": {"provider": "parquet", "options": {}},  # the only format Delta has
+            "schemaString": dt.schema().to_json(),
+            "partitionColumns": list(meta.partition_columns),
+            "configuration": dict(meta.configuration),
+            "createdTime": meta.created_time,
+        }
+    )
+    return current
 
 
 def put_if_absent(path: Path, version: int, text: str) -> bool:

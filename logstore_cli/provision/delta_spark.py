@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.errors import LogstoreError
-from logstore_cli.model import TableSpec
+from logstore_cli.model import ColumnSpec, TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -103,6 +103,19 @@ class SparkDeltaStore:
         except Exception as exc:
             raise LogstoreError(
                 f"changing the properties of the Delta table at {path} failed: {_first_line(exc)}"
+            ) from exc
+
+    def add_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
+        from logstore_cli.ddl.render import add_columns_sql
+
+        wh.contained(self._warehouse, path)
+        spark = self.spark
+        spark.conf.set(_NO_SUBSTITUTION, "false")
+        try:
+            spark.sql(add_columns_sql(str(path), columns))
+        except Exception as exc:
+            raise LogstoreError(
+                f"adding columns to the Delta table at {path} failed: {_first_line(exc)}"
             ) from exc
 
     def drop(self, path: Path) -> None:

@@ -26,7 +26,7 @@ from logstore_cli.errors import (
     TableConflictError,
     TopicInUseError,
 )
-from logstore_cli.model import LogStoreSpec, TableSpec, is_secret
+from logstore_cli.model import ColumnSpec, LogStoreSpec, TableSpec, is_secret
 from logstore_cli.provision.backends import DeltaStore, TopicStore
 from logstore_cli.provision.plan import (
     Step,
@@ -393,13 +393,24 @@ class AlterResult:
     unset: list[str]
     topic: TopicChange | None
     dry_run: bool = False
-    forced_past: LiveWriter | None = None  # the live writer --force went past
+    forced_past: LiveWriter | None = None  # the live writer --force (or columns only) went past
+    added_columns: tuple[ColumnSpec, ...] = ()
+
+    @property
+    def writer_stops(self) -> bool:
+        """The live writer gone past stops at its next epoch for the added columns only."""
+        return (
+            self.forced_past is not None
+            and bool(self.added_columns)
+            and not (self.set or self.unset)
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
             "table": self.table,
             "set": self.set,
             "unset": self.unset,
+            "added_columns": [c.to_json() for c in self.added_columns],
             "topic": self.topic.to_json() if self.topic else None,
             "dry_run": self.dry_run,
             "forced_past_writer": self.forced_past.to_json() if self.forced_past else None,
@@ -418,6 +429,7 @@ def alter_table(
     default_bootstrap: str | None = None,
     dry_run: bool = False,
     force: bool = False,
+    add_columns: Sequence[ColumnSpec] = (),
 ) -> AlterResult:
     """Validate the new property set like DDL and every topic change with the broker, then apply.
 
@@ -425,11 +437,19 @@ def alter_table(
     a later step fails), then more partitions (Kafka cannot undo them), topic configs (set back),
     and last the deletion of a topic that is no longer used. The broker is contacted only when the
     change concerns the topic, so a Delta-only change works while Kafka is down. Refused while a
-    live ingest writes the table, unless ``force`` (``check_no_live_writer``).
+    live ingest writes the table, unless ``force`` (``check_no_live_writer``). ``add_columns``
+    (nullable, new names: ``check_new_columns``) are one Delta commit of their own, made first:
+    the log needs no change, as the job's records carry the columns of the table it started on.
     """
     old = stored.spec
     _check_alterable(stored, set_, unset)
-    writer = check_no_live_writer(stored.ref, "alter the table", _ALTER_BREAKS, force=force)
+    check_new_columns(old, add_columns)
+    # Only columns added: a running ingest stops cleanly at its next epoch (SchemaWatch), so
+    # its lease does not stand in the way; it is named for the caller to warn about.
+    columns_only = bool(add_columns) and not set_ and not unset
+    writer = check_no_live_writer(
+        stored.ref, "alter the table", _ALTER_BREAKS, force=force or columns_only
+    )
     new_props = {k: v for k, v in old.properties.items() if k not in unset} | dict(set_)
     new_log = resolve_log_store(new_props, stored.ref.name, default_bootstrap, old.primary_key)
     owners = TopicOwners(warehouse, stores.delta, default_bootstrap)
@@ -438,10 +458,46 @@ def alter_table(
         adopt_topic=adopt_topic,
     )  # fmt: skip
     _validate_change(change, new_log, stores.topics)
-    result = AlterResult(stored.ref.name, dict(set_), list(unset), change, dry_run, writer)
+    result = AlterResult(
+        stored.ref.name, dict(set_), list(unset), change, dry_run, writer, tuple(add_columns)
+    )
     if not dry_run:
-        _apply_alter(stored, stores, set_, unset, change, new_log)
+        if add_columns:
+            # Columns cannot be taken back (Delta drops one only with column mapping): added
+            # first, before anything that may fail and roll back.
+            stores.delta.add_columns(stored.ref.path, add_columns)
+        if set_ or unset:
+            _apply_alter(stored, stores, set_, unset, change, new_log)
     return result
+
+
+def check_new_columns(spec: TableSpec, columns: Sequence[ColumnSpec]) -> None:
+    """Refuse (exit 2) a column Delta and the log cannot both take as an addition: NOT NULL (rows
+    already written have no value for it) and a name the table or another new column has (Delta
+    compares names case-insensitively)."""
+    seen = {c.name.lower(): f"the table has a column '{c.name}'" for c in spec.columns}
+    types = {c.name.lower(): c for c in spec.columns}
+    for c in columns:
+        if not c.nullable:
+            raise InvalidInputError(
+                f"cannot add column '{c.name}' as NOT NULL: the rows already written have no "
+                "value for it",
+                hint="add it nullable (drop NOT NULL); Delta then reads it as null in older rows",
+            )
+        have = types.get(c.name.lower())
+        if have is not None and have.type != c.type:
+            raise InvalidInputError(
+                f"cannot change column '{have.name}' from {have.type} to {c.type}: logstore "
+                "adds columns only; a type change (Delta 4.0's type widening) is not supported",
+                hint="add a new column with the wider type instead, and fill it in your writes",
+            )
+        if c.name.lower() in seen:
+            raise InvalidInputError(
+                f"cannot add column '{c.name}': {seen[c.name.lower()]} (names are compared "
+                "ignoring case)",
+                hint="pick another name; logstore never drops, renames or retypes a column",
+            )
+        seen[c.name.lower()] = "it is given twice"
 
 
 # Topic-relevant settings of a log store: a change to anything else never needs the broker.

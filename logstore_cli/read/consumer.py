@@ -241,9 +241,19 @@ class LogSource:
     long). Use it as a context manager, or call :meth:`close`. Not thread-safe.
     """
 
-    def __init__(self, conf: SourceConf, schema: RowSchema | None = None) -> None:
+    def __init__(
+        self,
+        conf: SourceConf,
+        schema: RowSchema | None = None,
+        *,
+        reload_schema: Callable[[], RowSchema] | None = None,
+    ) -> None:
         self.conf = conf
         self.schema = schema
+        # The table's schema read again, for a record with a column ``schema`` lacks: a column
+        # added (alter-table --add-column) after this read started.
+        self.reload_schema = reload_schema
+        self._next_reload = 0.0  # monotonic time before which a reload found nothing new
         # decode() for this table's records, several times faster on the common shape.
         self.decode: Callable[[bytes | None, bytes | None, Any], Item] = (
             RecordDecoder(schema) if schema is not None else functools.partial(decode, schema=None)
@@ -432,16 +442,46 @@ class LogSource:
     # -- internals shared with LogReader -----------------------------------------------------------
 
     def _decode(self, msg: _Record, partition: int, offset: int, stats: ReadStats) -> Item | None:
+        item: Item | None
         try:
             item = self.decode(msg.key(), msg.value(), msg.headers())
         except WireFormatError as exc:
-            self._skip(exc, partition, offset, stats)
-            return None
+            item = self._redecode(exc, msg, partition, offset, stats)
+            if item is None:
+                return None
         if isinstance(item, CommitMarker):
             stats.markers += 1
         else:
             stats.records += 1
         return item
+
+    def _redecode(
+        self, exc: WireFormatError, msg: _Record, partition: int, offset: int, stats: ReadStats
+    ) -> Item | None:
+        """A record ``decode`` refused: with a column the reader's schema lacks, decoded again
+        with the table's schema read again if that has more columns (``self.decode`` is then
+        the new schema's); else skipped (``_skip``). None when skipped."""
+        if exc.reason == "column" and self._newer_schema():
+            try:
+                return self.decode(msg.key(), msg.value(), msg.headers())
+            except WireFormatError as again:
+                exc = again
+        self._skip(exc, partition, offset, stats)
+        return None
+
+    def _newer_schema(self) -> bool:
+        if self.reload_schema is None or self.schema is None:
+            return False
+        now = time.monotonic()
+        if now < self._next_reload:
+            return False  # a run of malformed records reads the Delta log once a second at most
+        schema = self.reload_schema()
+        if set(schema.names) <= set(self.schema.names):
+            self._next_reload = now + 1.0
+            return False  # nothing was added: the record is malformed
+        log.info("table columns now %s: a column was added", ", ".join(schema.names))
+        self.schema, self.decode = schema, RecordDecoder(schema)
+        return True
 
     def _skip(self, exc: WireFormatError, partition: int, offset: int, stats: ReadStats) -> None:
         """A record ``decode`` refused: skip it (foreign, malformed) or stop (newer format)."""
@@ -685,6 +725,7 @@ class LogReader:
         committed_through: Mapping[str, int] | None = None,
         state: Any | None = None,
         confirm: Confirm | None = None,
+        reload_schema: Callable[[], RowSchema] | None = None,
     ) -> None:
         self._level = check_level(level)
         self._restored = state is not None
@@ -701,7 +742,7 @@ class LogReader:
                 self._level, committed_through=committed_through, confirm=confirm
             )
         self._stats = ReadStats()
-        self._source = LogSource(conf, schema)
+        self._source = LogSource(conf, schema, reload_schema=reload_schema)
         self.topic = conf.topic
 
     @property
@@ -867,11 +908,13 @@ class LogReader:
                     end = ends[partition]
                     if offset < end:
                         after = reader_positions[partition] = offset + 1
+                        item: Item | None
                         try:
                             item = decode_record(msg.key(), msg.value(), msg.headers())
                         except WireFormatError as exc:
-                            source._skip(exc, partition, offset, stats)
-                        else:
+                            item = source._redecode(exc, msg, partition, offset, stats)
+                            decode_record = source.decode  # the table's, if read again
+                        if item is not None:
                             emitted = feed[partition](offset, item)
                             if emitted:
                                 if len(emitted) == 1:  # none and eventual: one per record

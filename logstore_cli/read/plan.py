@@ -343,8 +343,12 @@ class ChangeLines:
         self.schema = schema
         self._rows = CanonicalRows(schema)
         self._width = len(schema.names)
+        self._names = schema.names
 
     def line(self, kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
+        if len(row) < self._width and kind is not RowKind.DELETE and set(row) <= set(self._names):
+            # Decoded before the reader learnt of an added column: it has none, so null.
+            row = {name: row.get(name) for name in self._names}
         if len(row) != self._width:  # a -D's key-only row image, or something to name the fault of
             return change_json(kind, row, self.schema, meta=meta)
         text = f'{{"kind":"{kind.value}","row":{self._rows.row(row).decode("utf-8")}'

@@ -10,6 +10,7 @@ request and the same sink.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -34,6 +35,10 @@ class Sink(Protocol):
     def change(self, kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> None: ...
 
     def flush(self) -> None: ...
+
+    def schema_changed(self, schema: RowSchema) -> None:
+        """The table gained columns while the read ran: changes from now on may have them."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -320,6 +325,19 @@ def read_with_consumer(
         if req.limit is not None and emitted >= req.limit:
             raise _Limit
 
+    def reload_schema() -> RowSchema:
+        """The table's columns read again (delta-rs): a record has a column the read's schema
+        lacks, as alter-table --add-column adds one; the sink learns of it first."""
+        from logstore_cli.catalog import warehouse as wh
+        from logstore_cli.catalog.schema import columns_from_delta_schema
+
+        state = wh.read_delta(req.table.ref.path)
+        spec = dataclasses.replace(req.spec, columns=columns_from_delta_schema(state.schema))
+        new = RowSchema.of(spec)
+        if set(schema.names) < set(new.names):
+            sink.schema_changed(new)
+        return new
+
     reader = LogReader(
         conf,
         schema,
@@ -327,6 +345,7 @@ def read_with_consumer(
         committed_through=None if hybrid is None else hybrid.committed_through,
         state=saved,
         confirm=EpochConfirmer(req.table.ref.path),  # a marker releases what Delta committed
+        reload_schema=reload_schema,
     )
     before = reader.decider.stats()  # a restored state's counts are the last run's
     try:

@@ -274,6 +274,7 @@ class ListSink:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._changes: list[tuple[RowKind, dict[str, Any], dict[str, Any]]] = []
+        self.schemas: list[RowSchema] = []  # what schema_changed was told, in order
 
     def change(self, kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
         with self._lock:
@@ -281,6 +282,10 @@ class ListSink:
 
     def flush(self) -> None:
         pass
+
+    def schema_changed(self, schema: RowSchema) -> None:
+        with self._lock:
+            self.schemas.append(schema)
 
     @property
     def changes(self) -> list[tuple[RowKind, dict[str, Any], dict[str, Any]]]:

@@ -96,3 +96,30 @@ def test_what_needs_spark_is_created_by_spark(spark: SparkSession, tmp_path: Pat
 
 def _no_spark() -> Any:
     raise AssertionError("a table without Spark-only properties is made without Spark")
+
+
+def test_columns_added_without_a_jvm_are_what_spark_adds(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    from logstore_cli.model import ColumnSpec
+
+    new = [ColumnSpec("region", "string", comment="where"), ColumnSpec("n", "array<int>")]
+    spark_wh, rs_wh = tmp_path / "spark", tmp_path / "rs"
+    spark_store = SparkDeltaStore(spark_wh, lambda: spark)
+    by_spark = _create(spark_store, spark_wh)
+    spark_store.add_columns(by_spark, new)  # ALTER TABLE … ADD COLUMNS
+    by_rs = _create(DeltaLogStore(rs_wh, SparkDeltaStore(rs_wh, _no_spark)), rs_wh)
+    DeltaLogStore(rs_wh, SparkDeltaStore(rs_wh, _no_spark)).add_columns(by_rs, new)
+    assert _metadata(by_rs) == _metadata(by_spark)
+    table = delta_path_table(str(by_rs))
+    spark.sql(f"INSERT INTO {table} (id, day, region) VALUES (1, DATE'2026-11-25', 'north')")
+    assert [(r.id, r.region, r.n) for r in spark.table(table).collect()] == [(1, "north", None)]
+
+    # A table with column mapping: its new columns need ids and physical names, given by Spark.
+    mapped_wh = tmp_path / "mapped"
+    ddl = DDL.replace("'my.prop' = 'v'", "'delta.columnMapping.mode' = 'name'")
+    mapped = _create(SparkDeltaStore(mapped_wh, lambda: spark), mapped_wh, ddl)
+    DeltaLogStore(mapped_wh, SparkDeltaStore(mapped_wh, lambda: spark)).add_columns(mapped, new)
+    fields = _metadata(mapped)["schema"]["fields"]
+    assert fields[-2]["name"] == "region"
+    assert "delta.columnMapping.physicalName" in fields[-2]["metadata"]

@@ -771,3 +771,43 @@ def test_no_compaction_by_default_or_without_a_table() -> None:
     log_only, _ = make(world, "w-2", table=False, compact_every=1)
     log_only.run(0, batch(2))
     assert "compact" not in steps(world)
+
+
+class ColumnsChanged(LogstoreError):
+    pass
+
+
+@dataclass
+class FakeSchema:
+    world: World
+    changed_at: int | None = None  # the check number from which the table has another schema
+    checks: int = 0
+
+    def check(self) -> None:
+        self.world.events.append(("schema",))
+        self.checks += 1
+        if self.changed_at is not None and self.checks >= self.changed_at:
+            raise ColumnsChanged("table db.t gained column(s) region: restart the job")
+
+
+def test_a_changed_schema_stops_the_job_before_the_epoch_writes_anything_and_it_runs_again() -> (
+    None
+):
+    world = World()
+    lease = FakeLease(world)
+    guard = FakeSchema(world, changed_at=2)
+    protocol, _ = make(world, lease=lease, start=False)
+    protocol.schema = guard
+    protocol.start()
+    protocol.run(0, batch(1))
+    before = (world.ends(), list(world.commits), dict(world.quarantined))
+    world.events.clear()
+    with pytest.raises(ColumnsChanged, match="restart the job"):
+        protocol.run(1, batch(2))
+    assert steps(world) == ["lease", "schema"]  # nothing produced, committed or quarantined
+    assert (world.ends(), list(world.commits), dict(world.quarantined)) == before
+    # The restarted job (the table's columns are its own now) runs the epoch again.
+    again, _ = make(world, lease=lease)
+    again.run(1, batch(2))
+    assert world.folded_log() == world.data == {1: "v1", 2: "v2"}
+    assert_consistent(world)

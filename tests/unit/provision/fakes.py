@@ -16,7 +16,7 @@ from pathlib import Path
 from logstore_cli.catalog.warehouse import DeltaState, TableRef
 from logstore_cli.errors import BrokerError, TopicExistsError, TopicNotFoundError, TopicSpecError
 from logstore_cli.kafka.types import TopicInfo
-from logstore_cli.model import LogStoreSpec, TableSpec
+from logstore_cli.model import ColumnSpec, LogStoreSpec, TableSpec
 
 
 @dataclass
@@ -60,6 +60,16 @@ class MemDelta:
         state = self.states[path]
         props = {k: v for k, v in state.properties.items() if k not in unset} | dict(set_)
         self.states[path] = replace(state, version=state.version + 1, properties=props)
+
+    def add_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
+        self._op("add_columns", path)
+        state = self.states[path]
+        fields = [
+            {"name": c.name, "type": c.type, "nullable": c.nullable, "metadata": {}}
+            for c in columns
+        ]
+        schema = {**state.schema, "fields": [*state.schema["fields"], *fields]}
+        self.states[path] = replace(state, version=state.version + 1, schema=schema)
 
     def drop(self, path: Path) -> None:
         self._op("drop", path)

@@ -14,7 +14,7 @@ import pytest
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.errors import LogstoreError, SparkStartError
-from logstore_cli.model import TableSpec
+from logstore_cli.model import ColumnSpec, TableSpec
 from logstore_cli.provision import delta_log
 from logstore_cli.provision.delta_log import DeltaLogStore
 from logstore_cli.provision.delta_spark import SparkDeltaStore
@@ -39,6 +39,9 @@ class RecordingSpark(SparkDeltaStore):
 
     def alter(self, path: Path, set_: Mapping[str, str], unset: Sequence[str]) -> None:
         self.calls.append(f"alter {sorted(set_)} {list(unset)}")
+
+    def add_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
+        self.calls.append(f"add_columns {' '.join(c.name for c in columns)}")
 
 
 def _no_spark() -> Any:
@@ -197,3 +200,61 @@ def test_alters_only_spark_makes_right_go_to_spark(
         }}) + "\n")  # fmt: skip
     store.alter(path, set_, unset)
     assert spark.calls == [f"alter {sorted(set_)} {unset}"]
+
+
+def test_add_columns_is_one_metadata_commit_without_spark(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    store, spark, path = _create(tmp_path)
+    new = [ColumnSpec("region", "string", comment="where"), ColumnSpec("n", "array<int>")]
+    store.add_columns(path, new)
+    assert spark.calls == []
+    actions = _commit(path, 1)
+    assert [next(iter(a)) for a in actions] == ["commitInfo", "metaData"]
+    assert actions[0]["commitInfo"]["operation"] == "ADD COLUMNS"
+    state = wh.read_delta(path)
+    fields = state.schema["fields"]
+    assert [f["name"] for f in fields] == ["id", "name", "tags", "day", "region", "n"]
+    assert fields[4] == {"name": "region", "type": "string", "nullable": True,
+                         "metadata": {"comment": "where"}}  # fmt: skip
+    assert fields[5]["type"] == {"type": "array", "elementType": "integer", "containsNull": True}
+    # everything else of the metadata is kept: properties, partitioning, description, id
+    before = json.loads(_commit(path, 0)[1]["metaData"]["schemaString"])
+    assert fields[:4] == before["fields"]
+    assert state.properties["my.prop"] == "v" and state.partition_columns == ("day",)
+    assert state.description == "a table" and state.primary_key == ("id",)
+    assert DeltaTable(str(path)).metadata().id == _commit(path, 0)[1]["metaData"]["id"]
+
+
+def test_add_columns_after_another_writers_commit_goes_on_from_it(tmp_path: Path) -> None:
+    store, _, path = _create(tmp_path)
+    delta_log.commit_properties(path, {"a.b": "1"}, [])
+    store.add_columns(path, [ColumnSpec("region", "string")])
+    state = wh.read_delta(path)
+    assert state.version == 2 and state.properties["a.b"] == "1"
+    assert state.schema["fields"][-1]["name"] == "region"
+
+
+@pytest.mark.parametrize(
+    ("ddl", "column", "why"),
+    [
+        (DDL, ColumnSpec("t", "timestamp_ntz"), "TIMESTAMP_NTZ"),
+        (DDL.replace("'my.prop' = 'v'", "'delta.columnMapping.mode' = 'name'"),
+         ColumnSpec("region", "string"), "column mapping"),
+    ],
+)  # fmt: skip
+def test_add_columns_that_need_more_than_a_metadata_commit_go_to_spark(
+    tmp_path: Path, ddl: str, column: ColumnSpec, why: str
+) -> None:
+    spark = RecordingSpark(tmp_path)
+    store = DeltaLogStore(tmp_path, spark)
+    path = tmp_path / "db" / "t"
+    if "columnMapping" in ddl:  # Spark makes such a table: write a stand-in of its log by hand
+        _create(tmp_path)
+        delta_log.commit_properties(path, {"delta.columnMapping.mode": "name"}, [])
+    else:
+        _create(tmp_path, ddl)
+    before = wh.read_delta(path).version
+    store.add_columns(path, [column])
+    assert spark.calls == [f"add_columns {column.name}"]
+    assert wh.read_delta(path).version == before

@@ -19,7 +19,7 @@ from logstore_cli.errors import (
     TopicSpecError,
 )
 from logstore_cli.kafka.types import TopicInfo
-from logstore_cli.model import TableSpec
+from logstore_cli.model import ColumnSpec, TableSpec
 from logstore_cli.provision import service
 from logstore_cli.provision.plan import Step
 from logstore_cli.provision.service import Stores
@@ -567,3 +567,69 @@ def test_an_expired_or_dead_writer_does_not_block(stores: Stores, tmp_path: Path
     with pytest.raises(service.TableBeingWrittenError):
         service.check_no_live_writer(stored.ref, "drop", "x", force=False,
                                      holder_dead=lambda _: False)  # fmt: skip
+
+
+def test_alter_adds_nullable_columns_in_one_delta_change_and_no_topic_change(
+    stores: Stores,
+) -> None:
+    delta, topics = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    topic_calls = list(topics.calls)
+    new = [ColumnSpec("region", "string", comment="where"), ColumnSpec("n", "int")]
+    result = _alter(stores, {}, [], add_columns=new)
+    assert delta.calls[-1] == "add_columns orders"
+    assert [c.name for c in _stored(stores).spec.columns] == ["id", "name", "amount", "region", "n"]
+    assert delta.states[WH / "db" / "orders"].version == 1  # one commit
+    assert result.topic is None and topics.calls == topic_calls  # the log needs no change
+    assert result.to_json()["added_columns"][0] == {
+        "name": "region", "type": "string", "nullable": True, "comment": "where",
+    }  # fmt: skip
+
+
+def test_alter_adds_columns_and_changes_properties_together(stores: Stores) -> None:
+    delta, _ = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    _alter(stores, {"my.prop": "v"}, [], add_columns=[ColumnSpec("region", "string")])
+    assert delta.calls[-2:] == ["add_columns orders", "alter orders"]
+    assert _stored(stores).spec.properties["my.prop"] == "v"
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ([ColumnSpec("region", "string", nullable=False)], "NOT NULL: the rows already written"),
+        ([ColumnSpec("NAME", "string")], "the table has a column 'name'"),
+        ([ColumnSpec("a", "int"), ColumnSpec("A", "bigint")], "'A': it is given twice"),
+        ([ColumnSpec("id", "decimal(20,0)")], "cannot change column 'id' from bigint to decimal"),
+    ],
+)
+def test_alter_refuses_columns_both_stores_cannot_take(
+    stores: Stores, columns: list[ColumnSpec], message: str
+) -> None:
+    delta, _ = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    with pytest.raises(InvalidInputError, match=message) as caught:
+        _alter(stores, {"my.prop": "v"}, [], add_columns=columns)
+    assert caught.value.exit_code == 2
+    assert delta.states[WH / "db" / "orders"].version == 0  # nothing was applied
+
+
+def test_a_dry_run_adds_no_column(stores: Stores) -> None:
+    delta, _ = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    result = _alter(stores, {}, [], add_columns=[ColumnSpec("region", "string")], dry_run=True)
+    assert result.added_columns and delta.states[WH / "db" / "orders"].version == 0
+
+
+def test_adding_columns_goes_past_a_live_writer_which_stops_at_its_next_epoch(
+    stores: Stores, tmp_path: Path
+) -> None:
+    stored, _ = _written(stores, tmp_path)
+    result = service.alter_table(stored, stores, {}, [], warehouse=tmp_path,
+                                 add_columns=[ColumnSpec("region", "string")])  # fmt: skip
+    assert result.writer_stops and result.forced_past is not None
+    assert _mem(stores)[0].calls[-1] == "add_columns orders"
+    # With a property change as well, the live writer still refuses it.
+    with pytest.raises(service.TableBeingWrittenError):
+        service.alter_table(stored, stores, {"my.prop": "v"}, [], warehouse=tmp_path,
+                            add_columns=[ColumnSpec("n", "int")])  # fmt: skip

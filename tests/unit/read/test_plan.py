@@ -405,3 +405,15 @@ def test_a_delta_or_parquet_output_among_the_tables_is_refused(tmp_path: Path) -
                 build_request(stored, output=out, **args)
     fine = plan.OutputSpec("delta", str(tmp_path / "copy"))
     assert build_request(stored, output=fine, **args).output == fine
+
+
+def test_change_lines_show_a_row_decoded_before_a_column_was_added_with_null() -> None:
+    from logstore_cli.logformat.errors import WireFormatError
+    from logstore_cli.read.plan import ChangeLines
+
+    schema = RowSchema((("id", "bigint"), ("name", "string"), ("n", "int")), ("id",))
+    lines = ChangeLines(schema)
+    line = lines.line(RowKind.INSERT, {"id": 1, "name": "a"}, {"offset": 3})
+    assert line == '{"kind":"+I","row":{"id":1,"name":"a","n":null},"offset":3}'
+    with pytest.raises(WireFormatError):  # a column the table lacks is still refused
+        lines.line(RowKind.INSERT, {"id": 1, "zzz": 2}, {})

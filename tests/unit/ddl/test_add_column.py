@@ -1,0 +1,77 @@
+"""``alter-table --add-column``'s column definition: the CREATE TABLE column grammar, one column."""
+
+from __future__ import annotations
+
+import pytest
+
+from logstore_cli.ddl.document import parse_column
+from logstore_cli.ddl.render import add_columns_sql
+from logstore_cli.errors import InvalidInputError
+from logstore_cli.model import ColumnSpec
+
+
+def test_a_column_with_type_and_comment() -> None:
+    assert parse_column("Region STRING COMMENT 'it\\'s where'") == ColumnSpec(
+        "Region", "string", comment="it's where"
+    )
+    assert parse_column("price DECIMAL(10, 2) NOT NULL") == ColumnSpec(
+        "price", "decimal(10,2)", nullable=False
+    )  # NOT NULL parses; the service refuses it with its reason
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a INTY", "unknown type 'INTY'; did you mean INT"),
+        ("a INT, b INT", "expected one column definition"),
+        ("a INT) TBLPROPERTIES ('x' = 'y'", "expected one column definition"),
+        ("a", "--add-column 'a'"),
+    ],
+)
+def test_anything_but_one_column_is_refused(text: str, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message) as caught:
+        parse_column(text)
+    assert caught.value.exit_code == 2 and caught.value.hint
+
+
+def test_spark_sql_of_the_spark_path() -> None:
+    sql = add_columns_sql(
+        "/wh/db/t", [ColumnSpec("a`b", "int", comment="x'y"), ColumnSpec("c", "string")]
+    )
+    assert (
+        sql == "ALTER TABLE delta.`/wh/db/t` ADD COLUMNS (`a``b` int COMMENT 'x\\'y', `c` string)"
+    )
+
+
+def test_the_statement_form() -> None:
+    from logstore_cli.ddl.document import parse_alter_add_columns
+
+    name, columns = parse_alter_add_columns(
+        "alter table shop.`orders` add columns (region STRING COMMENT 'w', n INT);"
+    )
+    assert name == "shop.orders"
+    assert columns == [ColumnSpec("region", "string", comment="w"), ColumnSpec("n", "int")]
+    assert parse_alter_add_columns("ALTER TABLE t ADD COLUMN n INT") == (
+        "t",
+        [ColumnSpec("n", "int")],
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ALTER TABLE t SET TBLPROPERTIES ('a' = 'b')", "only ALTER TABLE <name> ADD COLUMNS"),
+        ("ALTER TABLE t DROP COLUMN a", "DROP is refused: logstore only adds columns"),
+        ("ALTER TABLE t RENAME COLUMN a TO b", "RENAME is refused"),
+        ("ALTER TABLE t ADD COLUMNS (a INTY)", "unknown type 'INTY'"),
+        ("ALTER TABLE t ADD COLUMNS (a INT", "unbalanced parentheses"),
+        ("CREATE TABLE t (a INT)", "expected ALTER TABLE"),
+        ("ALTER TABLE t ADD COLUMNS (a INT, PRIMARY KEY (a))", "column definitions only"),
+    ],
+)
+def test_other_statements_are_refused(text: str, message: str) -> None:
+    from logstore_cli.ddl.document import parse_alter_add_columns
+
+    with pytest.raises(InvalidInputError, match=message) as caught:
+        parse_alter_add_columns(text)
+    assert caught.value.exit_code == 2 and caught.value.hint
