@@ -17,7 +17,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,55 +91,49 @@ class DeltaLogStore:
             )
 
     def alter(self, path: Path, set_: Mapping[str, str], unset: Sequence[str]) -> None:
-        from deltalake import DeltaTable
-
-        wh.contained(self._warehouse, path)
-        try:
-            found = DeltaTable(str(path)).protocol()
-        except Exception as exc:  # delta-rs raises its own errors for an unreadable table
-            raise LogstoreError(
-                f"cannot read the Delta table at {path}: {_first_line(exc)}"
-            ) from exc
-        proto = Protocol(found.min_writer_version, tuple(found.writer_features or ()))
-        needs_spark = spark_only_change(set_, unset, proto)
-        if not proto.metadata_commit_safe():
-            needs_spark.append(f"the table's writer features ({', '.join(proto.writer_features)})")
-        if needs_spark:
-            log.info("altering %s with Spark: %s", path, ", ".join(needs_spark))
-            with _why_spark(needs_spark):
-                self._spark.alter(path, set_, unset)
-            return
-        try:
-            commit_properties(path, set_, unset)
-        except LogstoreError:
-            raise
-        except Exception as exc:  # delta-rs's errors reading the table, OSError writing
-            raise LogstoreError(
-                f"changing the properties of the Delta table at {path} failed: {_first_line(exc)}"
-            ) from exc
+        proto, _ = self._protocol(path)
+        needs_spark = spark_only_change(set_, unset, proto) + _unsafe(proto)
+        self._change(
+            path, "changing the properties of", needs_spark,
+            lambda: self._spark.alter(path, set_, unset),
+            lambda: commit_properties(path, set_, unset),
+        )  # fmt: skip
 
     def add_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
         proto, configuration = self._protocol(path)
-        needs_spark = []
-        if not proto.metadata_commit_safe():
-            needs_spark.append(f"the table's writer features ({', '.join(proto.writer_features)})")
+        needs_spark = _unsafe(proto)
         # A mapped column needs an id and a physical name that only Spark assigns.
         if configuration.get("delta.columnMapping.mode", "none").lower() != "none":
             needs_spark.append("column mapping")
         if delta_actions.needs_ntz(columns) and "timestampNtz" not in proto.writer_features:
             needs_spark.append("a TIMESTAMP_NTZ column (the timestampNtz table feature)")
+        self._change(
+            path, "adding columns to", needs_spark,
+            lambda: self._spark.add_columns(path, columns),
+            lambda: commit_columns(path, columns),
+        )  # fmt: skip
+
+    def _change(
+        self,
+        path: Path,
+        doing: str,
+        needs_spark: Sequence[str],
+        with_spark: Callable[[], None],
+        commit: Callable[[], int],
+    ) -> None:
+        """A metadata change: by Spark when ``needs_spark`` names why, else our own commit."""
         if needs_spark:
-            log.info("adding columns to %s with Spark: %s", path, ", ".join(needs_spark))
+            log.info("%s %s with Spark: %s", doing, path, ", ".join(needs_spark))
             with _why_spark(needs_spark):
-                self._spark.add_columns(path, columns)
+                with_spark()
             return
         try:
-            commit_columns(path, columns)
+            commit()
         except LogstoreError:
             raise
         except Exception as exc:  # delta-rs's errors reading the table, OSError writing
             raise LogstoreError(
-                f"adding columns to the Delta table at {path} failed: {_first_line(exc)}"
+                f"{doing} the Delta table at {path} failed: {_first_line(exc)}"
             ) from exc
 
     def _protocol(self, path: Path) -> tuple[Protocol, dict[str, str]]:
@@ -233,6 +227,13 @@ def put_if_absent(path: Path, version: int, text: str) -> bool:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+def _unsafe(proto: Protocol) -> list[str]:
+    """Why a commit of logstore's own cannot change this table: its protocol asks more."""
+    if proto.metadata_commit_safe():
+        return []
+    return [f"the table's writer features ({', '.join(proto.writer_features)})"]
 
 
 def _now_ms() -> int:
