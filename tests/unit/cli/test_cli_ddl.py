@@ -93,7 +93,9 @@ def test_validate_refuses_an_unknown_log_format(setting: str, valid: str) -> Non
         if "'log." in setting
         else "'log-store.enabled' = 'true', 'log-store.topic' = 't'"
     )
-    ddl = f"CREATE TABLE t (id INT) WITH ({store}, 'kafka.bootstrap.servers' = 'h:9092', {setting});"
+    ddl = (
+        f"CREATE TABLE t (id INT) WITH ({store}, 'kafka.bootstrap.servers' = 'h:9092', {setting});"
+    )
     if "log-store" in setting:
         ddl = ddl.replace("'kafka.bootstrap.servers'", "'log-store.address'")
     result = runner.invoke(app, ["validate", "-"], input=ddl)
