@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from logstore_cli.logformat.wire import CommitMarker, EpochId, RowKind, decode
 
 from .ingest_support import (
     Change,
+    assert_log_reads_equal_delta,
     changes,
     check_protocol,
     create_table,
@@ -343,3 +345,52 @@ def test_generated_changes_once_in_several_epochs_equal_the_generators_state(
     assert delta_state(path) == {key[0]: normalized(row) for key, row in expected.items()}
     counts = check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
     assert counts["changes"] == sum(r.log_records for r in reports) > 9_000  # updates: -U and +U
+
+
+def plain_debezium_fold(log: list[Any]) -> dict[int, dict[str, Any]]:
+    """What a plain debezium-json consumer (Flink's ``'format' = 'debezium-json'``) folds the
+    topic to: headers ignored, records with a null value skipped, ``c`` upserts ``after``, ``d``
+    deletes ``before``'s key."""
+    state: dict[int, dict[str, Any]] = {}
+    for r in log:
+        if r.value is None:
+            continue
+        body = json.loads(r.value, parse_float=Decimal)
+        assert set(body) == {"before", "after", "op"}, body
+        if body["op"] == "c":
+            state[int(body["after"]["id"])] = normalized(body["after"])
+        else:
+            assert body["op"] == "d" and body["after"] is None, body
+            state.pop(int(body["before"]["id"]), None)
+    return state
+
+
+def test_a_debezium_json_table_writes_flink_s_envelope_and_reads_back(
+    spark: SparkSession, warehouse: Path, create: Callable[[str], None], kafka_bootstrap: str,
+    topic_name: str, tmp_path: Path,
+) -> None:  # fmt: skip
+    create(orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=2,
+                      extra={"log-store.data-format": "debezium-json"}))  # fmt: skip
+    log = changes(600, keys=80, seed=5)
+    write_files(tmp_path / "in", [log[:300], log[300:]])
+    reports = run(spark, warehouse, "shop.orders", str(tmp_path / "in"),
+                  source_options={"maxFilesPerTrigger": "1"})  # fmt: skip
+    assert len(reports) == 2
+    path = warehouse / "shop" / "orders"
+    want = {k: normalized(v) for k, v in fold(log).items()}
+    assert delta_state(path) == want
+    records = read_log(kafka_bootstrap, topic_name)
+    table = load_table(warehouse, "shop.orders").spec
+    assert check_protocol(table, path, records)["changes"] == len(log)
+    for r in records:
+        head = dict(r.headers)
+        assert head["logstore.format"] == b"debezium-json"
+        if head["logstore.kind"] == b"COMMIT":
+            assert r.key is None and r.value is None and "logstore.delta-version" in head
+        else:
+            op = b'"op":"c"}' if head["logstore.kind"] in (b"+I", b"+U") else b'"op":"d"}'
+            assert r.value is not None and r.value.endswith(op), r.value
+    # A consumer that knows nothing of logstore folds the topic to the table (no failed attempt).
+    assert plain_debezium_fold(records) == want
+    # logstore's own readers (committed, eventual, verify) read the format.
+    assert_log_reads_equal_delta(warehouse, "shop.orders")
