@@ -4,6 +4,7 @@ with a null value, the reader (``decode`` and its fast path) on both formats ali
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -160,3 +161,23 @@ def test_both_formats_decode_to_the_same_change_on_the_fast_path(
     with mock.patch("logstore_cli.logformat.wire.decode", slow):
         assert fast(key, value, headers) == want
         assert fast(*plain) == want  # one reader, both formats (a topic may hold both)
+
+
+def test_the_design_shows_these_bytes() -> None:
+    design = Path(__file__).resolve().parents[3] / "docs" / "design.md"
+    text = design.read_text(encoding="utf-8")
+    section = text[text.index("## 7. Wire format") : text.index("## 8. ")]
+    insert = encode_change(ChangeRecord(RowKind.INSERT, {"id": 42}, ROW, EPOCH), ORDERS, DBZ)[1]
+    delete = encode_change(ChangeRecord(RowKind.DELETE, {"id": 42}, {"id": 42}, EPOCH), ORDERS, DBZ)
+    shown = [
+        insert.decode(),
+        delete[1].decode(),
+        '{"before":null,"after":ROW,"op":"c"}',
+        '{"before":ROW,"after":null,"op":"d"}',
+    ]
+    assert [t for t in shown if f"`{t}`" not in section] == []
+    assert envelope(b"ROW", RowKind.UPDATE_AFTER, DBZ) == shown[2].encode()
+    assert envelope(b"ROW", RowKind.UPDATE_BEFORE, DBZ) == shown[3].encode()
+    marker = encode_marker(CommitMarker(EPOCH, 12), DBZ)[2]
+    assert marker[-1] == ("logstore.delta-version", b"12")
+    assert "`logstore.delta-version` = `12`" in section
