@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from .ingest_support import (
     ingest_once,
     normalized,
     orders_ddl,
+    plain_debezium_fold,
     read_log,
     write_files,
 )
@@ -345,24 +345,6 @@ def test_generated_changes_once_in_several_epochs_equal_the_generators_state(
     assert delta_state(path) == {key[0]: normalized(row) for key, row in expected.items()}
     counts = check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
     assert counts["changes"] == sum(r.log_records for r in reports) > 9_000  # updates: -U and +U
-
-
-def plain_debezium_fold(log: list[Any]) -> dict[int, dict[str, Any]]:
-    """What a plain debezium-json consumer (Flink's ``'format' = 'debezium-json'``) folds the
-    topic to: headers ignored, records with a null value skipped, ``c`` upserts ``after``, ``d``
-    deletes ``before``'s key."""
-    state: dict[int, dict[str, Any]] = {}
-    for r in log:
-        if r.value is None:
-            continue
-        body = json.loads(r.value, parse_float=Decimal)
-        assert set(body) == {"before", "after", "op"}, body
-        if body["op"] == "c":
-            state[int(body["after"]["id"])] = normalized(body["after"])
-        else:
-            assert body["op"] == "d" and body["after"] is None, body
-            state.pop(int(body["before"]["id"]), None)
-    return state
 
 
 def test_a_debezium_json_table_writes_flink_s_envelope_and_reads_back(
