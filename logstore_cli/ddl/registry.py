@@ -27,6 +27,9 @@ RESERVED_PREFIXES = ("log-store.", "log.", "mixed-format.", "arctic.")
 PASSTHROUGH_PREFIXES = ("properties.", "kafka.")
 # logstore's own extension: Kafka topic configs for the topic it creates (provision reads them).
 TOPIC_CONFIG_PREFIX = "log.topic."
+# The log's value formats (logformat.wire.LogFormat), as `log.format` / `log-store.data-format`
+# spell them: a literal here, as ddl/ does not import logformat.
+LOG_FORMATS = ("json", "debezium-json")
 # logstore's managed keys in Delta metadata: close to "log-store." but not a misspelling of it.
 MANAGED_PREFIX = "logstore."
 
@@ -126,9 +129,10 @@ REGISTRY: tuple[PropertyDef, ...] = (
         "log-store.data-format",
         PropType.ENUM,
         _A,
-        "Record format of the log.",
+        "Record format of the log's values: `json` (wire format 1) or `debezium-json` (Flink's "
+        "`debezium-json`, what Paimon's Kafka log wrote). See docs/design.md §7.",
         default="json",
-        allowed=("json",),
+        allowed=LOG_FORMATS,
     ),
     PropertyDef(
         "log-store.data-version",
@@ -248,17 +252,19 @@ REGISTRY: tuple[PropertyDef, ...] = (
     ),
     PropertyDef(
         "log.format",
-        PropType.STRING,
+        PropType.ENUM,
         _P,
         "Record format of the log (Paimon's name for `log-store.data-format`).",
         default="debezium-json",
+        allowed=LOG_FORMATS,
     ),
     PropertyDef(
         "log.key.format",
-        PropType.STRING,
+        PropType.ENUM,
         _P,
-        "Format of the record key (the primary key columns).",
+        "Format of the record key (the primary key columns as a JSON object).",
         default="json",
+        allowed=("json",),
     ),
     PropertyDef(
         "log.consistency",

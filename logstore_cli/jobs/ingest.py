@@ -59,10 +59,12 @@ from logstore_cli.logformat.wire import (
     CommitMarker,
     EpochEncoder,
     EpochId,
+    LogFormat,
     RowKind,
     RowSchema,
     commit_metadata,
     encode_marker,
+    envelope,
 )
 from logstore_cli.model import TableSpec
 
@@ -365,6 +367,8 @@ class KafkaLogSink:
         self.log_kinds = frozenset(k.value for k in plan.log_kinds(table))
         # Spark's to_json writes these types exactly as wire format 1 does: it encodes them.
         self.spark_encodes = all(spark_json_identical(c.type) for c in table.columns)
+        # The values' format (docs/design.md §7): the row, or the row in debezium-json's envelope.
+        self.fmt = LogFormat(table.log_store.data_format if table.log_store else LogFormat.JSON)
 
     def produce(self, batch: SparkBatch, eid: EpochId) -> Produced:
         import pyarrow.compute as pc
@@ -377,14 +381,16 @@ class KafkaLogSink:
         table = table.take(order)
         kinds = table.column("kind").to_pylist()
         keys, values = self._encoded(table)
-        headers = {
-            kind: EpochEncoder(self.schema, eid).headers(RowKind(kind)) for kind in self.log_kinds
-        }
+        encoder = EpochEncoder(self.schema, eid, self.fmt)
+        headers = {kind: encoder.headers(RowKind(kind)) for kind in self.log_kinds}
         send = self.producer.send
         produced = 0
+        wrap = self.fmt is not LogFormat.JSON
         for key, value, kind in zip(keys, values, kinds, strict=True):
             if kind in headers:  # a kind the changelog mode leaves out (upsert: -U) is not sent
-                send(key, value, headers[kind])
+                send(
+                    key, envelope(value, RowKind(kind), self.fmt) if wrap else value, headers[kind]
+                )
                 produced += 1
         delivered = self.producer.flush()
         # Exact, as the lease keeps other writers out.
@@ -409,7 +415,8 @@ class KafkaLogSink:
             return frame
         opts = {"ignoreNullFields": "false"}
         value = F.to_json(F.struct(*[F.col(_name(c)).alias(c) for c in self.columns]), opts)
-        size = F.octet_length(value)
+        # debezium-json wraps the row: count its envelope (33 bytes, either kind) too.
+        size = F.octet_length(value) + F.lit(0 if self.fmt is LogFormat.JSON else _ENVELOPE_BYTES)
         if self.keys:
             key = F.to_json(F.struct(*[F.col(_name(k)).alias(k) for k in self.keys]), opts)
             size = size + F.octet_length(key)
@@ -433,7 +440,7 @@ class KafkaLogSink:
         )
 
     def publish_markers(self, marker: CommitMarker) -> None:
-        _, value, headers = encode_marker(marker)
+        _, value, headers = encode_marker(marker, self.fmt)
         for partition in range(self.producer.partition_count()):
             self.producer.send(None, value, headers, partition=partition)
         self.producer.flush()
@@ -474,6 +481,11 @@ class KafkaLogSink:
         key, value = encoder.key, encoder.value
         rows = list(zip(*columns, strict=True)) if columns else []
         return [key(r) for r in rows], [value(r) for r in rows]
+
+
+_ENVELOPE_BYTES = max(
+    len(envelope(b"", kind, LogFormat.DEBEZIUM_JSON)) for kind in (RowKind.INSERT, RowKind.DELETE)
+)
 
 
 def _committed(commit: epochs.EpochCommit) -> Committed:

@@ -280,11 +280,11 @@ class LogProducer:
     def send(
         self,
         key: bytes | None,
-        value: bytes,
+        value: bytes | None,
         headers: list[tuple[str, bytes]],
         partition: int | None = None,
     ) -> None:
-        """Queue one record. ``partition`` None: the partitioner picks it (murmur2 of the key, as the
+        """Queue one record (a null value: a debezium-json commit marker). ``partition`` None: the partitioner picks it (murmur2 of the key, as the
         Java client does; null keys are spread). Blocks while the client's queue is full, at most
         ``timeout_s``. Raises a BrokerError when the record cannot be queued or a record of the
         batch already failed (that batch is then over: its other records are not waited for)."""
@@ -393,7 +393,7 @@ class LogProducer:
         self,
         exc: BufferError | KafkaException,
         key: bytes | None,
-        value: bytes,
+        value: bytes | None,
         headers: list[tuple[str, bytes]],
         partition: int,
     ) -> None:

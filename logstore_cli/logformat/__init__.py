@@ -7,8 +7,10 @@ from logstore_cli.logformat.errors import WireFormatError
 from logstore_cli.logformat.partitioner import murmur2, partition_for
 from logstore_cli.logformat.values import decode_value, encode_value, parse_json, parse_type
 from logstore_cli.logformat.wire import (
+    DEBEZIUM_FORMAT,
     FORMAT_VERSION,
     HEADER_ATTEMPT,
+    HEADER_DELTA_VERSION,
     HEADER_EPOCH,
     HEADER_FORMAT,
     HEADER_KIND,
@@ -18,6 +20,7 @@ from logstore_cli.logformat.wire import (
     CommitMarker,
     EpochEncoder,
     EpochId,
+    LogFormat,
     RowKind,
     RowSchema,
     commit_metadata,
@@ -26,13 +29,16 @@ from logstore_cli.logformat.wire import (
     encode_key,
     encode_marker,
     encode_row,
+    envelope,
     parse_commit_metadata,
 )
 
 __all__ = [
+    "DEBEZIUM_FORMAT",
     "FORMAT_VERSION",
     "HEADERS",
     "HEADER_ATTEMPT",
+    "HEADER_DELTA_VERSION",
     "HEADER_EPOCH",
     "HEADER_FORMAT",
     "HEADER_KIND",
@@ -41,6 +47,7 @@ __all__ = [
     "CommitMarker",
     "EpochEncoder",
     "EpochId",
+    "LogFormat",
     "RowKind",
     "RowSchema",
     "WireFormatError",
@@ -52,6 +59,7 @@ __all__ = [
     "encode_marker",
     "encode_row",
     "encode_value",
+    "envelope",
     "murmur2",
     "parse_commit_metadata",
     "parse_json",

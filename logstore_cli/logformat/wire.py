@@ -30,6 +30,24 @@ from logstore_cli.logformat.values import (
 )
 
 
+class LogFormat(StrEnum):
+    """How a record's value carries its row (``log.format`` / ``log-store.data-format``).
+
+    ``json``: the row itself (wire format 1). ``debezium-json``: the row in Flink's debezium-json
+    envelope, as Paimon's Kafka log wrote it, so that a Flink ``'format' = 'debezium-json'``
+    source reads the topic. Keys, headers and the rendering of values are the same in both; the
+    ``logstore.format`` header names the value's format, so a reader needs no table to decode.
+    """
+
+    JSON = "json"
+    DEBEZIUM_JSON = "debezium-json"
+
+    @property
+    def header(self) -> str:
+        """The ``logstore.format`` header of this format's records."""
+        return _FORMAT_HEADERS[self]
+
+
 class RowKind(StrEnum):
     """The kind of a log record: a change (``+I -U +U -D``) or a commit marker (``COMMIT``)."""
 
@@ -96,7 +114,22 @@ HEADER_ATTEMPT = "logstore.attempt"
 HEADER_KIND = "logstore.kind"
 HEADER_FORMAT = "logstore.format"
 HEADERS = (HEADER_WRITER, HEADER_EPOCH, HEADER_ATTEMPT, HEADER_KIND, HEADER_FORMAT)  # as written
+# A debezium-json commit marker's Delta version: its value is null (a Flink debezium-json source
+# skips a record with a null value), so the version travels here, after the five above.
+HEADER_DELTA_VERSION = "logstore.delta-version"
 FORMAT_VERSION = "1"
+DEBEZIUM_FORMAT = "debezium-json"  # logstore.format of a debezium-json record
+_FORMAT_HEADERS = {LogFormat.JSON: FORMAT_VERSION, LogFormat.DEBEZIUM_JSON: DEBEZIUM_FORMAT}
+_FORMAT_OF_HEADER = {header: fmt for fmt, header in _FORMAT_HEADERS.items()}
+# The debezium-json envelope around a row image, byte for byte: (before the row, after it).
+_AFTER_IMAGE = (b'{"before":null,"after":', b',"op":"c"}')  # +I, +U
+_BEFORE_IMAGE = (b'{"before":', b',"after":null,"op":"d"}')  # -U, -D
+_ENVELOPES = {
+    RowKind.INSERT: _AFTER_IMAGE,
+    RowKind.UPDATE_AFTER: _AFTER_IMAGE,
+    RowKind.UPDATE_BEFORE: _BEFORE_IMAGE,
+    RowKind.DELETE: _BEFORE_IMAGE,
+}
 CHANGE_KINDS = frozenset(
     {RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE}
 )
@@ -280,19 +313,32 @@ def _header_text(name: str, text: str) -> bytes:
         ) from None
 
 
-def _headers(epoch: EpochId, kind: RowKind) -> Headers:
+def _headers(epoch: EpochId, kind: RowKind, fmt: LogFormat = LogFormat.JSON) -> Headers:
     _check_epoch(epoch)
     return [
         (HEADER_WRITER, _header_text(HEADER_WRITER, epoch.writer)),
         (HEADER_EPOCH, str(epoch.epoch).encode("ascii")),
         (HEADER_ATTEMPT, _header_text(HEADER_ATTEMPT, epoch.attempt)),
         (HEADER_KIND, kind.value.encode("ascii")),
-        (HEADER_FORMAT, FORMAT_VERSION.encode("ascii")),
+        (HEADER_FORMAT, LogFormat(fmt).header.encode("ascii")),
     ]
 
 
-def encode_change(record: ChangeRecord, schema: RowSchema) -> tuple[bytes | None, bytes, Headers]:
-    """A change record as (key, value, headers) for a Kafka producer.
+def envelope(value: bytes, kind: RowKind, fmt: LogFormat) -> bytes:
+    """A change's value in format ``fmt`` from its row (``encode_row``'s bytes): the row itself
+    for ``json``; for ``debezium-json`` ``{"before":null,"after":ROW,"op":"c"}`` for ``+I``/``+U``
+    and ``{"before":ROW,"after":null,"op":"d"}`` for ``-U``/``-D`` (Flink's debezium-json writer:
+    an update is a delete of the old image and an insert of the new)."""
+    if fmt is LogFormat.JSON:
+        return value
+    before, after = _ENVELOPES[kind]
+    return before + value + after
+
+
+def encode_change(
+    record: ChangeRecord, schema: RowSchema, fmt: LogFormat = LogFormat.JSON
+) -> tuple[bytes | None, bytes, Headers]:
+    """A change record as (key, value, headers) for a Kafka producer, its value in ``fmt``.
 
     The producer must partition by Kafka's default partitioner (``partition_for``; with
     confluent-kafka, ``partitioner=murmur2_random``).
@@ -303,7 +349,7 @@ def encode_change(record: ChangeRecord, schema: RowSchema) -> tuple[bytes | None
         raise WireFormatError(f"unknown row kind {record.kind!r}", reason="value") from None
     if kind not in CHANGE_KINDS:
         raise WireFormatError("a COMMIT is a marker: encode it with encode_marker", reason="value")
-    headers = _headers(record.epoch, kind)
+    headers = _headers(record.epoch, kind, fmt)
     key = encode_key(record.key, schema)
     value = encode_row(record.row, schema, partial=kind is RowKind.DELETE)
     if record.key is not None:
@@ -316,13 +362,17 @@ def encode_change(record: ChangeRecord, schema: RowSchema) -> tuple[bytes | None
                     f"({record.row[name]!r})",
                     reason="value",
                 )
-    return key, value, headers
+    return key, envelope(value, kind, LogFormat(fmt)), headers
 
 
-def encode_marker(marker: CommitMarker) -> tuple[None, bytes, Headers]:
+def encode_marker(
+    marker: CommitMarker, fmt: LogFormat = LogFormat.JSON
+) -> tuple[None, bytes | None, Headers]:
     """A commit marker as (key, value, headers): key null, value ``{"delta_version":V}``
-    (``{"delta_version":null}`` with log-only emit). The producer sends one to every partition,
-    naming the partition explicitly."""
+    (``{"delta_version":null}`` with log-only emit). In ``debezium-json`` the value is null (a
+    plain debezium-json consumer skips the record) and V (or ``null``) is the header
+    ``logstore.delta-version``. The producer sends one to every partition, naming the partition
+    explicitly."""
     version = marker.delta_version
     if version is not None and (
         isinstance(version, bool) or not isinstance(version, int) or version < 0
@@ -330,8 +380,11 @@ def encode_marker(marker: CommitMarker) -> tuple[None, bytes, Headers]:
         raise WireFormatError(
             f"delta_version must be an integer >= 0 or None, not {version!r}", reason="value"
         )
-    value = b'{"delta_version":' + (b"null" if version is None else str(version).encode()) + b"}"
-    return None, value, _headers(marker.epoch, RowKind.COMMIT)
+    text = b"null" if version is None else str(version).encode("ascii")
+    headers = _headers(marker.epoch, RowKind.COMMIT, fmt)
+    if fmt is LogFormat.DEBEZIUM_JSON:
+        return None, None, [*headers, (HEADER_DELTA_VERSION, text)]
+    return None, b'{"delta_version":' + text + b"}", headers
 
 
 class EpochEncoder:
@@ -342,14 +395,15 @@ class EpochEncoder:
     A ``-D`` carries every column given (nulls included), which is at least the key.
     """
 
-    def __init__(self, schema: RowSchema, epoch: EpochId) -> None:
+    def __init__(self, schema: RowSchema, epoch: EpochId, fmt: LogFormat = LogFormat.JSON) -> None:
         _check_epoch(epoch)
         self.schema = schema
         self._encoders = [value_encoder(schema.type_of(name)) for name in schema.names]
         self._prefixes = [json_string(name) + ":" for name in schema.names]
         index = {name: i for i, name in enumerate(schema.names)}
         self._key_index = [index[name] for name in schema.primary_key]
-        self._headers = {kind: _headers(epoch, kind) for kind in CHANGE_KINDS}
+        self._headers = {kind: _headers(epoch, kind, fmt) for kind in CHANGE_KINDS}
+        self.fmt = LogFormat(fmt)  # value() gives the row: ``envelope`` wraps it in this format
 
     def headers(self, kind: RowKind) -> Headers:
         return self._headers[kind]
@@ -396,7 +450,7 @@ RecordHeaders = Sequence[tuple[str, str | bytes | None]]
 def _read_headers(headers: RecordHeaders | None) -> dict[str, str]:
     found: dict[str, str] = {}
     for name, raw in headers or ():
-        if name not in HEADERS:
+        if name not in HEADERS and name != HEADER_DELTA_VERSION:
             continue  # other tools' headers (tracing ...) are not ours to judge
         if name in found:
             raise WireFormatError(f"header {name} appears twice", reason="malformed")
@@ -419,10 +473,10 @@ def _read_headers(headers: RecordHeaders | None) -> dict[str, str]:
             "topic written before adoption, or another producer's)",
             reason="foreign",
         )
-    if found[HEADER_FORMAT] != FORMAT_VERSION:
+    if found[HEADER_FORMAT] not in _FORMAT_OF_HEADER:
         raise WireFormatError(
             f"the record is in logstore wire format {found[HEADER_FORMAT]!r}; this logstore reads "
-            f"format {FORMAT_VERSION}",
+            f"format {FORMAT_VERSION} ({' or '.join(repr(h) for h in _FORMAT_OF_HEADER)})",
             reason="version",
             hint="upgrade logstore to read records of a newer format",
         )
@@ -455,9 +509,13 @@ def _read_object(data: bytes, what: str) -> dict[str, Any]:
     return parsed
 
 
-def _decode_marker(key: bytes | None, value: bytes | None, epoch: EpochId) -> CommitMarker:
+def _decode_marker(
+    key: bytes | None, value: bytes | None, epoch: EpochId, found: Mapping[str, str]
+) -> CommitMarker:
     if key is not None:
         raise WireFormatError("a commit marker has a key (markers have none)", reason="malformed")
+    if found[HEADER_FORMAT] == DEBEZIUM_FORMAT:
+        return _decode_debezium_marker(value, epoch, found.get(HEADER_DELTA_VERSION))
     if value is None:
         raise WireFormatError("a commit marker without a value", reason="malformed")
     body = _read_object(value, "value")
@@ -474,6 +532,53 @@ def _decode_marker(key: bytes | None, value: bytes | None, epoch: EpochId) -> Co
             reason="malformed",
         )
     return CommitMarker(epoch, version)
+
+
+def _decode_debezium_marker(value: bytes | None, epoch: EpochId, text: str | None) -> CommitMarker:
+    if value is not None:
+        raise WireFormatError(
+            f"a debezium-json commit marker has a value ({value!r}); its value is null",
+            reason="malformed",
+        )
+    if text is None:
+        raise WireFormatError(
+            f"a debezium-json commit marker without a {HEADER_DELTA_VERSION} header",
+            reason="malformed",
+        )
+    if text != "null" and not _DECIMAL_TEXT.fullmatch(text):
+        raise WireFormatError(
+            f"header {HEADER_DELTA_VERSION} must be a decimal integer >= 0 or null, not {text!r}",
+            reason="malformed",
+        )
+    return CommitMarker(epoch, None if text == "null" else int(text))
+
+
+def _debezium_image(value: bytes, kind: RowKind) -> dict[str, Any]:
+    """The row image of a debezium-json change: ``after`` of a ``+I``/``+U`` (op ``c``),
+    ``before`` of a ``-U``/``-D`` (op ``d``), the other image null."""
+    body = _read_object(value, "value")
+    if set(body) != {"before", "after", "op"}:
+        raise WireFormatError(
+            'a debezium-json value is {"before":…,"after":…,"op":…}, not one with '
+            f"{', '.join(repr(n) for n in body) or 'no members'}",
+            reason="malformed",
+        )
+    image, other, op = (
+        ("after", "before", "c") if _ENVELOPES[kind] is _AFTER_IMAGE else ("before", "after", "d")
+    )
+    if body["op"] != op or body[other] is not None:
+        raise WireFormatError(
+            f'a debezium-json {kind.value} has "op":"{op}" and "{other}":null, not '
+            f'"op":{body["op"]!r} and "{other}":{"null" if body[other] is None else "a row"}',
+            reason="malformed",
+        )
+    if not isinstance(body[image], dict):
+        raise WireFormatError(
+            f'the "{image}" of a debezium-json {kind.value} is not a JSON object',
+            reason="malformed",
+        )
+    row: dict[str, Any] = body[image]
+    return row
 
 
 def _decode_columns(
@@ -514,6 +619,10 @@ def decode(
 ) -> ChangeRecord | CommitMarker:
     """One Kafka record (as a consumer returns it) as a change or a commit marker.
 
+    The ``logstore.format`` header says how the value carries the row: ``1`` (the row) or
+    ``debezium-json`` (the row in the envelope, see ``envelope``; a marker's value is null and its
+    Delta version a header).
+
     Raises ``WireFormatError`` for a record that is not format 1: ``reason`` is ``foreign`` (no
     logstore headers: skip it), ``version`` (a newer format) or ``malformed``. With a ``schema``
     the key and row hold typed values (``decode_value``) and are checked against the table;
@@ -528,10 +637,13 @@ def decode(
             f"unknown row kind {found[HEADER_KIND]!r} in header {HEADER_KIND}", reason="malformed"
         ) from None
     if kind is RowKind.COMMIT:
-        return _decode_marker(key, value, epoch)
+        return _decode_marker(key, value, epoch, found)
     if value is None:
         raise WireFormatError(f"a {kind.value} record without a value", reason="malformed")
-    row = _read_object(value, "value")
+    if found[HEADER_FORMAT] == DEBEZIUM_FORMAT:
+        row = _debezium_image(value, kind)
+    else:
+        row = _read_object(value, "value")
     key_object = None if key is None else _read_object(key, "key")
     if schema is not None:
         if schema.primary_key and key_object is None:
@@ -691,7 +803,7 @@ class RecordDecoder:
         types = [schema.type_of(n) for n in schema.names]
         self._fast = all(isinstance(t, ScalarType | DecimalType) for t in types)
         self._key = tuple(schema.primary_key)
-        self._heads: dict[tuple[Any, ...], tuple[RowKind, EpochId]] = {}
+        self._heads: dict[tuple[Any, ...], tuple[RowKind, EpochId, bool]] = {}
         if not self._fast:
             return
         import msgspec  # here, not at the top: commands that read no log never load it
@@ -724,23 +836,30 @@ class RecordDecoder:
                     if head is None:
                         head = self._head(headers)
                     self._last = (list(headers), head)  # a copy: a caller may reuse its list
-                kind, epoch = head
+                kind, epoch, wrapped = head
                 if kind is RowKind.COMMIT:
                     raise _Slow
+                if wrapped:  # debezium-json: the row between the envelope's exact bytes
+                    before, after = _ENVELOPES[kind]
+                    if not (value.startswith(before) and value.endswith(after)):
+                        raise _Slow
+                    row_bytes = value[len(before) : len(value) - len(after)]
+                else:
+                    row_bytes = value
                 if self._key_shape is None:
                     if key is not None:
                         raise _Slow
-                    return _change(ChangeRecord, (kind, None, self._value(value), epoch))
+                    return _change(ChangeRecord, (kind, None, self._value(row_bytes), epoch))
                 if key is None:
                     raise _Slow
-                if kind is RowKind.DELETE and value == key:  # a -D may carry its key only
+                if kind is RowKind.DELETE and row_bytes == key:  # a -D may carry its key only
                     key_row = self._key_shape(key)
                     return _change(ChangeRecord, (kind, key_row, dict(key_row), epoch))
                 if self._asdict is None:
-                    row = self._value(value)
+                    row = self._value(row_bytes)
                 else:  # _Shape.__call__, inline
-                    parsed = self._parse(value)
-                    if self._write(parsed) != value:
+                    parsed = self._parse(row_bytes)
+                    if self._write(parsed) != row_bytes:
                         raise _Slow
                     row = self._asdict(parsed)
                     for name, check in self._checks:
@@ -757,9 +876,10 @@ class RecordDecoder:
                 pass  # decode() returns the same record, or raises what is wrong with it
         return decode(key, value, headers, self.schema)
 
-    def _head(self, headers: RecordHeaders) -> tuple[RowKind, EpochId]:
+    def _head(self, headers: RecordHeaders) -> tuple[RowKind, EpochId, bool]:
         fields = _read_headers(headers)
-        head = (RowKind(fields[HEADER_KIND]), _read_epoch(fields))
+        wrapped = fields[HEADER_FORMAT] == DEBEZIUM_FORMAT
+        head = (RowKind(fields[HEADER_KIND]), _read_epoch(fields), wrapped)
         if len(self._heads) >= self._CACHE:
             self._heads.clear()
         self._heads[tuple(headers)] = head

@@ -458,6 +458,7 @@ def alter_table(
         adopt_topic=adopt_topic,
     )  # fmt: skip
     _validate_change(change, new_log, stores.topics)
+    _check_format_switch(stored, new_log, stores.topics)
     result = AlterResult(
         stored.ref.name, dict(set_), list(unset), change, dry_run, writer, tuple(add_columns)
     )
@@ -498,6 +499,30 @@ def check_new_columns(spec: TableSpec, columns: Sequence[ColumnSpec]) -> None:
                 hint="pick another name; logstore never drops, renames or retypes a column",
             )
         seen[c.name.lower()] = "it is given twice"
+
+
+def _check_format_switch(stored: StoredTable, new: LogStoreSpec | None, topics: TopicStore) -> None:
+    """A table's log format may change only while its topic holds no records: a downstream
+    consumer (Flink's ``debezium-json`` source, say) reads one format per topic, so a topic
+    holding both would fail it. logstore's own readers would cope (each record names its format)."""
+    old = stored.spec.log_store
+    if old is None or new is None or old.data_format == new.data_format:
+        return
+    if old.topic != new.topic or not same_cluster(old.address, new.address):
+        return  # another topic: its records are checked when it is adopted or created
+    if topics.describe(new) is None:
+        return  # no topic yet: it is created in the new format
+    ends = topics.end_offsets(new)
+    starts = topics.start_offsets(new)
+    held = sum(max(0, end - starts.get(p, 0)) for p, end in ends.items())
+    if held:
+        raise TableConflictError(
+            f"cannot switch the log format of '{stored.ref.name}' from {old.data_format} to "
+            f"{new.data_format}: its topic '{new.topic}' holds {held} record(s) in "
+            f"{old.data_format}, and a consumer of the topic reads one format",
+            hint="keep the format, or give the table a new empty topic with the new format "
+            "(--set log-store.topic=... / kafka.topic=...), or drop and recreate the table",
+        )
 
 
 # Topic-relevant settings of a log store: a change to anything else never needs the broker.

@@ -27,3 +27,15 @@ def test_demo_ddl_parses_both_vocabularies() -> None:
         "array<string>",
         "struct<city:string,zip:string>",
     ]
+
+
+def test_paimon_example_writes_debezium_json() -> None:
+    (table,) = parse_ddl(
+        (CONFIGS / "paimon.sql").read_text(),
+        "paimon.sql",
+        ParseOptions(default_bootstrap_servers="h:1"),
+    )
+    assert table.name == "shop.orders" and table.log_store is not None
+    assert table.log_store.data_format == "debezium-json"
+    assert table.log_store.consistency.value == "committed"
+    assert table.log_store.changelog_mode.value == "all-kinds"

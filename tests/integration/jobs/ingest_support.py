@@ -391,3 +391,21 @@ def assert_stores_agree(
     verify = jobrun.cli(cwd, warehouse, "verify", name)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     return counts
+
+
+def plain_debezium_fold(log: list[Any]) -> dict[int, dict[str, Any]]:
+    """What a plain debezium-json consumer (Flink's ``'format' = 'debezium-json'``) folds the
+    topic to: headers ignored, records with a null value skipped, ``c`` upserts ``after``, ``d``
+    deletes ``before``'s key."""
+    state: dict[int, dict[str, Any]] = {}
+    for r in log:
+        if r.value is None:
+            continue
+        body = json.loads(r.value, parse_float=Decimal)
+        assert set(body) == {"before", "after", "op"}, body
+        if body["op"] == "c":
+            state[int(body["after"]["id"])] = normalized(body["after"])
+        else:
+            assert body["op"] == "d" and body["after"] is None, body
+            state.pop(int(body["before"]["id"]), None)
+    return state

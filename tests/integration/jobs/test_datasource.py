@@ -28,6 +28,7 @@ from logstore_cli.logformat.wire import (
     ChangeRecord,
     CommitMarker,
     EpochId,
+    LogFormat,
     RowKind,
     RowSchema,
     commit_metadata,
@@ -75,21 +76,25 @@ def retract(r: Written) -> Out:
 class Log:
     """Writes to a new topic's chosen partitions and knows each record's offset (from 0)."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, partitions: int, fmt: LogFormat = LogFormat.JSON
+    ) -> None:
+        self.fmt = fmt
         self.producer = LogProducer(bootstrap, {}, topic, timeout_s=15)
         self.next = [0] * partitions
 
     def change(self, partition: int, kind: RowKind, row: Mapping[str, Any], epoch: EpochId,
                schema: RowSchema = SCHEMA) -> Written:  # fmt: skip
         key = {k: row[k] for k in schema.primary_key} or None
-        self.producer.send(*encode_change(ChangeRecord(kind, key, row, epoch), schema), partition)
+        record = ChangeRecord(kind, key, row, epoch)
+        self.producer.send(*encode_change(record, schema, self.fmt), partition)
         written = Written(partition, self.next[partition], kind, row, epoch)
         self.next[partition] += 1
         return written
 
     def marker(self, epoch: EpochId, version: int | None = None) -> None:
         for partition in range(len(self.next)):
-            self.producer.send(*encode_marker(CommitMarker(epoch, version)), partition)
+            self.producer.send(*encode_marker(CommitMarker(epoch, version), self.fmt), partition)
             self.next[partition] += 1
 
     def flush(self) -> None:
@@ -117,12 +122,20 @@ def row(id_: int, name: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def table(spark: SparkSession, kafka_bootstrap: str, tmp_path: Path, topic_name: str
-          ) -> Iterator[Table]:  # fmt: skip
+def log_format() -> LogFormat:
+    """The log's format; a test parametrized over ``log_format`` runs with each."""
+    return LogFormat.JSON
+
+
+@pytest.fixture
+def table(spark: SparkSession, kafka_bootstrap: str, tmp_path: Path, topic_name: str,
+          log_format: LogFormat) -> Iterator[Table]:  # fmt: skip
     register(spark)
     warehouse = tmp_path / "warehouse"
-    create_table(spark, warehouse, orders_ddl(NAME, topic_name, kafka_bootstrap, partitions=2))
-    log = Log(kafka_bootstrap, topic_name, 2)
+    extra = {"log-store.data-format": log_format.value}
+    create_table(spark, warehouse, orders_ddl(NAME, topic_name, kafka_bootstrap, partitions=2,
+                                              extra=extra))  # fmt: skip
+    log = Log(kafka_bootstrap, topic_name, 2, log_format)
     try:
         yield Table(warehouse, topic_name, log)
     finally:
@@ -184,6 +197,7 @@ def read(spark: SparkSession, t: Table, **options: str) -> dict[int, list[Out]]:
 # -- batch ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("log_format", list(LogFormat))
 def test_batch_read_at_each_level(spark: SparkSession, table: Table) -> None:
     scenario(spark, table)
     w = table.w
@@ -397,6 +411,7 @@ def wait_for(what: str, condition: Callable[[], bool]) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.parametrize("log_format", list(LogFormat))
 def test_committed_stream_emits_an_epoch_once_its_marker_comes_in_a_later_batch(
     spark: SparkSession, table: Table, tmp_path: Path
 ) -> None:

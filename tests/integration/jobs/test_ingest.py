@@ -23,6 +23,7 @@ from logstore_cli.logformat.wire import CommitMarker, EpochId, RowKind, decode
 
 from .ingest_support import (
     Change,
+    assert_log_reads_equal_delta,
     changes,
     check_protocol,
     create_table,
@@ -31,6 +32,7 @@ from .ingest_support import (
     ingest_once,
     normalized,
     orders_ddl,
+    plain_debezium_fold,
     read_log,
     write_files,
 )
@@ -343,3 +345,34 @@ def test_generated_changes_once_in_several_epochs_equal_the_generators_state(
     assert delta_state(path) == {key[0]: normalized(row) for key, row in expected.items()}
     counts = check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
     assert counts["changes"] == sum(r.log_records for r in reports) > 9_000  # updates: -U and +U
+
+
+def test_a_debezium_json_table_writes_flink_s_envelope_and_reads_back(
+    spark: SparkSession, warehouse: Path, create: Callable[[str], None], kafka_bootstrap: str,
+    topic_name: str, tmp_path: Path,
+) -> None:  # fmt: skip
+    create(orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=2,
+                      extra={"log-store.data-format": "debezium-json"}))  # fmt: skip
+    log = changes(600, keys=80, seed=5)
+    write_files(tmp_path / "in", [log[:300], log[300:]])
+    reports = run(spark, warehouse, "shop.orders", str(tmp_path / "in"),
+                  source_options={"maxFilesPerTrigger": "1"})  # fmt: skip
+    assert len(reports) == 2
+    path = warehouse / "shop" / "orders"
+    want = {k: normalized(v) for k, v in fold(log).items()}
+    assert delta_state(path) == want
+    records = read_log(kafka_bootstrap, topic_name)
+    table = load_table(warehouse, "shop.orders").spec
+    assert check_protocol(table, path, records)["changes"] == len(log)
+    for r in records:
+        head = dict(r.headers)
+        assert head["logstore.format"] == b"debezium-json"
+        if head["logstore.kind"] == b"COMMIT":
+            assert r.key is None and r.value is None and "logstore.delta-version" in head
+        else:
+            op = b'"op":"c"}' if head["logstore.kind"] in (b"+I", b"+U") else b'"op":"d"}'
+            assert r.value is not None and r.value.endswith(op), r.value
+    # A consumer that knows nothing of logstore folds the topic to the table (no failed attempt).
+    assert plain_debezium_fold(records) == want
+    # logstore's own readers (committed, eventual, verify) read the format.
+    assert_log_reads_equal_delta(warehouse, "shop.orders")

@@ -39,6 +39,7 @@ from .ingest_support import (
     fold,
     normalized,
     orders_ddl,
+    plain_debezium_fold,
     read_log,
     write_files,
 )
@@ -226,3 +227,31 @@ def test_killed_at_each_crash_point_in_turn_then_at_random_times(
     # eventual showed each failed attempt at once, then retracted each of its records
     retracted = sum(n for f in failed.values() for n in f.values())
     assert counts["eventual_retractions"] == retracted, (seed, counts, produced)
+
+
+def test_a_debezium_json_topic_after_a_kill_mid_epoch_folds_to_delta_for_a_plain_consumer(
+    spark: SparkSession, tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> None:
+    """A debezium-json table's job killed after producing epoch 1 and before committing it
+    (after-log), then restarted: the failed attempt's records stay in the topic. A plain consumer
+    (no headers; null values skipped) folds the whole topic by key to the Delta table all the
+    same, as the committed attempt writes every change of the epoch again; logstore's readers and
+    verify equal Delta too."""
+    warehouse = tmp_path / "warehouse"
+    extra = {"log-store.data-format": "debezium-json"}
+    create_table(spark, warehouse, orders_ddl("shop.orders", topic_name, kafka_bootstrap,
+                                              partitions=3, extra=extra))  # fmt: skip
+    log = changes(3 * PER_FILE, keys=60, seed=11)
+    source = tmp_path / "in"
+    write_files(source, [log[i : i + PER_FILE] for i in range(0, len(log), PER_FILE)])
+    code, _, err = jobrun.finish(_ingest(warehouse, source, tmp_path, {KILL_AT_ENV: "after-log:1"}))
+    assert code == KILLED, err[-3000:]
+    _run_to_completion(warehouse, source, tmp_path)
+
+    counts = _check(warehouse, fold(log), kafka_bootstrap, topic_name)
+    assert counts["epochs"] == 3
+    produced = _epoch_changes(kafka_bootstrap, topic_name)
+    assert len(produced[1]) == 2, produced  # the killed attempt's records are in the topic
+    records = read_log(kafka_bootstrap, topic_name)
+    assert {dict(r.headers)["logstore.format"] for r in records} == {b"debezium-json"}
+    assert plain_debezium_fold(records) == delta_state(warehouse / "shop" / "orders")

@@ -25,6 +25,7 @@ from logstore_cli.logformat.wire import (
     ChangeRecord,
     CommitMarker,
     EpochId,
+    LogFormat,
     RowKind,
     RowSchema,
     encode_change,
@@ -53,7 +54,8 @@ class Log:
     """Writes a table's records and remembers each one's partition and offset (the topic is new,
     so a partition's offsets count up from 0)."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, fmt: LogFormat = LogFormat.JSON) -> None:
+        self.fmt = fmt  # the values' format (a test may change it between epochs)
         self.producer = LogProducer(bootstrap, {}, topic, timeout_s=TIMEOUT_S)
         self.items: dict[int, list[tuple[int, Item]]] = {p: [] for p in range(PARTITIONS)}
         self.next = dict.fromkeys(range(PARTITIONS), 0)
@@ -63,7 +65,7 @@ class Log:
     ) -> int:
         row = {"id": i, "name": name or f"n{i}", "price": Decimal(i) + Decimal("0.25")}
         record = ChangeRecord(kind, {"id": i}, row, epoch)
-        key, value, headers = encode_change(record, SCHEMA)
+        key, value, headers = encode_change(record, SCHEMA, self.fmt)
         assert key is not None
         partition = partition_for(key, PARTITIONS)
         self.producer.send(key, value, headers, partition)
@@ -73,7 +75,7 @@ class Log:
     def marker(self, epoch: EpochId, version: int | None = 1) -> None:
         marker = CommitMarker(epoch, version)
         for partition in range(PARTITIONS):
-            self.producer.send(*encode_marker(marker), partition=partition)
+            self.producer.send(*encode_marker(marker, self.fmt), partition=partition)
             self._took(partition, marker)
 
     def raw(
@@ -124,8 +126,14 @@ def topic(kafka_bootstrap: str, topic_name: str) -> str:
 
 
 @pytest.fixture
-def log(kafka_bootstrap: str, topic: str) -> Iterator[Log]:
-    writer = Log(kafka_bootstrap, topic)
+def log_format() -> LogFormat:
+    """The values' format; a test parametrized over ``log_format`` runs with each."""
+    return LogFormat.JSON
+
+
+@pytest.fixture
+def log(kafka_bootstrap: str, topic: str, log_format: LogFormat) -> Iterator[Log]:
+    writer = Log(kafka_bootstrap, topic, log_format)
     try:
         yield writer
     finally:
@@ -164,6 +172,7 @@ def _read_all(
     return found, reader
 
 
+@pytest.mark.parametrize("log_format", list(LogFormat))
 @pytest.mark.parametrize("level", ["committed", "eventual", "none"])
 def test_a_bounded_read_emits_what_the_decider_emits(
     conf: SourceConf, log: Log, level: Level
@@ -188,6 +197,24 @@ def test_a_bounded_read_emits_what_the_decider_emits(
     assert stats.emitted == len(rows)
     assert stats.retractions == (8 if level == "eventual" else 0)
     assert (reader.pending() != {}) == (level != "none")
+
+
+def test_a_topic_holding_both_formats_reads_as_one(conf: SourceConf, log: Log) -> None:
+    # Each record names its format (a table whose format changed while its topic was empty
+    # of old records, or a topic written before log.format was honoured): a reader takes both.
+    _write_epochs(log)
+    json_only = _read_all(conf, "eventual")[0]
+    log.fmt = LogFormat.DEBEZIUM_JSON
+    later = EpochId("w-1", 3, "d1")
+    log.change(later, 1, RowKind.DELETE)
+    log.change(later, 10)
+    log.marker(later, 5)
+    log.flush()
+    for level in ("committed", "eventual", "none"):
+        assert _read_all(conf, level)[0] == log.expected(level)
+    mixed = _read_all(conf, "eventual")[0]
+    assert {p: rows[: len(json_only[p])] for p, rows in mixed.items()} == json_only
+    assert sum(len(rows) for rows in mixed.values()) > sum(len(r) for r in json_only.values())
 
 
 def test_malformed_records_are_skipped_and_logged_once_per_partition_without_their_value(
@@ -295,6 +322,7 @@ def test_a_read_from_a_timestamp_starts_at_the_first_record_at_or_after_it(
     }
 
 
+@pytest.mark.parametrize("log_format", list(LogFormat))
 def test_a_hybrid_start_continues_after_the_snapshot_and_skips_its_epochs(
     conf: SourceConf, log: Log
 ) -> None:
@@ -319,6 +347,7 @@ def test_a_hybrid_start_continues_after_the_snapshot_and_skips_its_epochs(
     assert ids == list(range(7, 13))
 
 
+@pytest.mark.parametrize("log_format", list(LogFormat))
 def test_a_following_read_sees_a_record_written_after_it_started_and_stops_on_request(
     conf: SourceConf, log: Log
 ) -> None:
@@ -411,6 +440,7 @@ def _ids_in(partitions: set[int], count: int, first: int = 1) -> list[int]:
     return ids
 
 
+@pytest.mark.parametrize("log_format", list(LogFormat))
 @pytest.mark.parametrize("level", ["committed", "eventual"])
 def test_a_read_resumed_from_its_checkpoint_goes_on_without_loss_or_duplicate(
     conf: SourceConf, log: Log, tmp_path: Path, level: Level

@@ -79,6 +79,31 @@ def test_validate_errors_exit_2_with_locations(tmp_path: Path) -> None:
     assert "hunter2" not in result.output and "*******" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("setting", "valid"),
+    [
+        ("'log.format' = 'avro'", "json, debezium-json"),
+        ("'log.key.format' = 'avro'", "json"),
+        ("'log-store.data-format' = 'avro'", "json, debezium-json"),
+    ],
+)
+def test_validate_refuses_an_unknown_log_format(setting: str, valid: str) -> None:
+    store = (
+        "'log.system' = 'kafka', 'kafka.topic' = 't'"
+        if "'log." in setting
+        else "'log-store.enabled' = 'true', 'log-store.topic' = 't'"
+    )
+    ddl = (
+        f"CREATE TABLE t (id INT) WITH ({store}, 'kafka.bootstrap.servers' = 'h:9092', {setting});"
+    )
+    if "log-store" in setting:
+        ddl = ddl.replace("'kafka.bootstrap.servers'", "'log-store.address'")
+    result = runner.invoke(app, ["validate", "-"], input=ddl)
+    assert result.exit_code == 2
+    key = setting.split("'")[1]
+    assert f"invalid value 'avro' for '{key}'; valid values: {valid}" in result.stderr
+
+
 def test_validate_stdin_name_in_errors() -> None:
     result = runner.invoke(app, ["validate", "-"], input="CREATE TABLE t (a INTT);")
     assert result.exit_code == 2

@@ -123,7 +123,10 @@ def test_every_entry_is_well_formed() -> None:
         ("log.system.partitions", "3", "3"),
         ("log.system.partitions", "0", None),
         ("log.system.partitions", "3.5", None),
-        ("log.format", "avro", "avro"),
+        ("log.format", "avro", None),
+        ("log.format", "Debezium-JSON", "debezium-json"),
+        ("log.key.format", "avro", None),
+        ("log-store.data-format", "debezium-json", "debezium-json"),
     ],
 )
 def test_normalize(key: str, value: str, normal: str | None) -> None:

@@ -240,6 +240,26 @@ def test_alter_refuses_bad_changes(stores: Stores) -> None:
     assert version == 0  # nothing was applied
 
 
+def test_alter_switches_the_log_format_only_while_the_topic_is_empty(stores: Stores) -> None:
+    delta, topics = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    empty = _alter(stores, {"log-store.data-format": "debezium-json"}, [])
+    assert empty.topic is None
+    assert _stored(stores).spec.log_store is not None
+    assert _stored(stores).spec.log_store.data_format == "debezium-json"
+    topics.offsets["orders_log"] = {0: 5, 1: 0, 2: 2}
+    topics.starts["orders_log"] = {0: 1, 1: 0, 2: 2}
+    version = delta.states[WH / "db" / "orders"].version
+    with pytest.raises(TableConflictError, match=r"holds 4 record\(s\) in debezium-json") as info:
+        _alter(stores, {"log-store.data-format": "json"}, [])
+    assert info.value.exit_code == 1 and info.value.hint and "new empty topic" in info.value.hint
+    assert delta.states[WH / "db" / "orders"].version == version  # nothing applied
+    # records all gone (retention): the switch is allowed again
+    topics.starts["orders_log"] = {0: 5, 1: 0, 2: 2}
+    _alter(stores, {"log-store.data-format": "json"}, [])
+    assert _stored(stores).spec.log_store.data_format == "json"  # type: ignore[union-attr]
+
+
 def test_drop_with_topic_and_unreachable_broker_keeps_table(stores: Stores) -> None:
     delta, topics = _mem(stores)
     service.create_tables([spec()], WH, stores)
