@@ -55,7 +55,12 @@ def read_commit(table: Path, version: int) -> OutsideCommit | None:
 def only_maintenance_since(table: Path, version: int) -> bool:
     """Whether every commit after ``version`` changes no data (compactions, property changes):
     a commit that lost the race to them only has to be made again."""
-    newer = [v for v in commit_versions(table) if v > version]
+    if version < 0:
+        return False  # what the commit read is not known
+    try:
+        newer = [v for v in commit_versions(table) if v > version]
+    except LogstoreError:
+        return False
     for v in newer:
         path = table / "_delta_log" / f"{v:020d}.json"
         try:

@@ -528,7 +528,10 @@ class DeltaCommitter:
         """Commit the epoch to Delta, idempotently; returns the version it committed as. A commit
         that lost the race to commits changing no data raises CompactionConflict (the protocol
         commits again)."""
-        versions = epochs.commit_versions(self.path)
+        try:
+            versions = epochs.commit_versions(self.path)
+        except LogstoreError:
+            versions = []  # no log to read: the write itself says what is wrong (a table gone)
         before = versions[0] if versions else -1
         try:
             self._write(batch, eid, offsets)

@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from logstore_cli.catalog.outside import Follower, carried_through, scan, uncarried
+from logstore_cli.catalog.outside import (
+    Follower,
+    carried_through,
+    only_maintenance_since,
+    scan,
+    uncarried,
+)
 from logstore_cli.errors import LogstoreError
 from logstore_cli.ingest.outside import OUTSIDE_WRITER
 from logstore_cli.logformat.wire import EpochId, commit_metadata
@@ -120,3 +126,20 @@ def test_a_follower_starts_after_the_point_its_job_kept_unless_that_point_is_sta
     assert [c.version for c in Follower(log.path, known=known).new().commits] == [new]
     # A point past the newest version belongs to another table that had this path: ignored.
     assert [c.version for c in Follower(log.path, known=new + 5).new().commits] == [old, new]
+
+
+def test_only_maintenance_since_tells_a_compaction_from_a_data_change(tmp_path: Path) -> None:
+    log = Log(tmp_path)
+    compaction = log.write(
+        {"commitInfo": {"timestamp": 0, "operation": "OPTIMIZE"}},
+        {"remove": {"path": "a.parquet", "dataChange": False}},
+        {"add": {"path": "b.parquet", "dataChange": False}},
+    )
+    assert only_maintenance_since(log.path, compaction - 1)
+    assert not only_maintenance_since(log.path, compaction)  # nothing since: no race to explain
+    assert not only_maintenance_since(log.path, -1)  # what the commit read is not known
+    log.epoch()  # an epoch commit changes data (a MERGE's adds and removes)
+    log.write({"commitInfo": {"operation": "WRITE"}}, {"add": {"path": "c.parquet"}})
+    assert not only_maintenance_since(log.path, compaction - 1)
+    (log.path / "_delta_log").rename(tmp_path / "gone")  # the table's log removed under it
+    assert not only_maintenance_since(log.path, 0)
