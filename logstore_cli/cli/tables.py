@@ -277,8 +277,7 @@ def alter_table(
         typer.Option(
             "--widen-column",
             help='Widen a column\'s type "NAME TYPE" (repeatable): TINYINT → SMALLINT → INT → '
-            "BIGINT, FLOAT → DOUBLE, DECIMAL(p,s) → DECIMAL(p2,s) with p2 > p (Delta's type "
-            "widening).",
+            "BIGINT, DECIMAL(p,s) → DECIMAL(p2,s) with p2 > p (Delta's type widening).",
             metavar="COLUMN",
         ),
     ] = None,

@@ -118,12 +118,13 @@ def struct_field(name: str, spark_type: str) -> str:
 
 # Type widening (``alter-table --widen-column``): only the changes Delta 4.0's typeWidening
 # feature makes AND that leave every value already in the log written the same in wire format 1's
-# JSON (an integer's digits, a float's shortest repr read back as double, a decimal's digits at the
-# same scale), so the log's old records need no rewrite.
+# JSON (an integer's digits, a decimal's digits at the same scale), so the log's old records mean
+# what Delta's widened rows hold. Not FLOAT → DOUBLE: the log holds a float's shortest float32
+# text ("0.1"), which read as a double is not the float32 value Delta widens (0.10000000149011612).
 _INTEGER_RANK = {"tinyint": 0, "smallint": 1, "int": 2, "bigint": 3}
 _DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
 ALLOWED_WIDENINGS = (
-    "TINYINT → SMALLINT → INT → BIGINT (to any wider), FLOAT → DOUBLE, "
+    "TINYINT → SMALLINT → INT → BIGINT (to any wider), "
     "DECIMAL(p,s) → DECIMAL(p2,s) with p2 > p (same scale)"
 )
 
@@ -139,8 +140,6 @@ def widening_allowed(old: str, new: str) -> bool:
     """Whether a column of Spark type ``old`` may become ``new`` (both normalized, lower case)."""
     if old in _INTEGER_RANK and new in _INTEGER_RANK:
         return _INTEGER_RANK[new] > _INTEGER_RANK[old]
-    if (old, new) == ("float", "double"):
-        return True
     before, after = _decimal(old), _decimal(new)
     if before is None or after is None:
         return False
