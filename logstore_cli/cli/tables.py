@@ -285,7 +285,8 @@ def alter_table(
         str | None,
         typer.Option(
             "--sql",
-            help="ALTER TABLE t ADD COLUMNS (…): the statement form of --add-column.",
+            help="ALTER TABLE t ADD COLUMNS (…) or ALTER TABLE t ALTER COLUMN c TYPE t: the "
+            "statement form of --add-column / --widen-column.",
             metavar="STATEMENT",
         ),
     ] = None,
@@ -331,10 +332,11 @@ def alter_table(
         widened = [parse_column(text, "--widen-column") for text in widen_column]
     named = None  # the table --sql's statement alters
     if sql is not None:
-        from logstore_cli.ddl.document import parse_alter_add_columns
+        from logstore_cli.ddl.document import parse_alter_statement
 
-        named, more = parse_alter_add_columns(sql)
+        named, more, wider = parse_alter_statement(sql)
         columns += more
+        widened += wider
     target = table if table is not None else named
     if target is None:
         raise InvalidInputError(

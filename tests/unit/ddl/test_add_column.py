@@ -62,7 +62,7 @@ def test_the_statement_form() -> None:
     ("text", "message"),
     [
         ("ALTER TABLE t SET TBLPROPERTIES ('a' = 'b')", "only ALTER TABLE <name> ADD COLUMNS"),
-        ("ALTER TABLE t DROP COLUMN a", "DROP is refused: logstore only adds columns"),
+        ("ALTER TABLE t DROP COLUMN a", "DROP is refused: logstore only adds and widens columns"),
         ("ALTER TABLE t RENAME COLUMN a TO b", "RENAME is refused"),
         ("ALTER TABLE t ADD COLUMNS (a INTY)", "unknown type 'INTY'"),
         ("ALTER TABLE t ADD COLUMNS (a INT", "unbalanced parentheses"),
@@ -110,3 +110,33 @@ def test_spark_sql_of_a_widening() -> None:
         "ALTER TABLE delta.`/w/db/t` SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",
         "ALTER TABLE delta.`/w/db/t` CHANGE COLUMN `q``ty` TYPE bigint",
     ]
+
+
+def test_the_statement_form_of_a_widening() -> None:
+    from logstore_cli.ddl.document import parse_alter_statement
+
+    assert parse_alter_statement("alter table shop.orders alter column `qty` type bigint;") == (
+        "shop.orders", [], [ColumnSpec("qty", "bigint")],
+    )  # fmt: skip
+    assert parse_alter_statement("ALTER TABLE t CHANGE COLUMN p TYPE DECIMAL(12, 2)") == (
+        "t", [], [ColumnSpec("p", "decimal(12,2)")],
+    )  # fmt: skip
+    assert parse_alter_statement("ALTER TABLE t ADD COLUMNS (n INT)") == (
+        "t", [ColumnSpec("n", "int")], [],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ALTER TABLE t ALTER COLUMN q TYPE INTY", "unknown type 'INTY'"),
+        ("ALTER TABLE t ALTER COLUMN q TYPE BIGINT NOT NULL", "takes a type only"),
+        ("ALTER TABLE t ALTER COLUMN q COMMENT 'x'", "ALTER is refused"),
+    ],
+)
+def test_other_alter_column_statements_are_refused(text: str, message: str) -> None:
+    from logstore_cli.ddl.document import parse_alter_statement
+
+    with pytest.raises(InvalidInputError, match=message) as caught:
+        parse_alter_statement(text)
+    assert caught.value.exit_code == 2 and caught.value.hint
