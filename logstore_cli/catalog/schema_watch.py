@@ -1,8 +1,9 @@
 """Whether a table's columns changed while an ingest job ran: the job's records carry the columns
 of the table it started on, so a column added since (``alter-table --add-column``) is written to
 neither store until the job is started again; a column widened since (``alter-table
---widen-column``) would be cast back to the job's narrower type. Read from the commit files new since the last look
-(one existence probe per epoch when nothing was committed, the job's own commit otherwise)."""
+--widen-column``) would still be written with the job's narrower type. Read from the commit files
+new since the last look (one existence probe per epoch when nothing was committed, the job's own
+commit otherwise)."""
 
 from __future__ import annotations
 

@@ -537,6 +537,12 @@ def check_widened_columns(
                 hint="give each column once, with its new type",
             )
         seen.add(key)
+        if not c.nullable or c.comment is not None:
+            raise InvalidInputError(
+                f"cannot widen column '{c.name}' with NOT NULL or a COMMENT: a widening changes "
+                "the type only",
+                hint=f'give the column and its new type only, e.g. "{old.name} BIGINT"',
+            )
         if old.type == c.type:
             continue
         if not widening_allowed(old.type, c.type):

@@ -677,6 +677,7 @@ def test_alter_widens_a_column_in_the_delta_table_and_leaves_the_topic(stores: S
         ([ColumnSpec("name", "binary")], "from STRING to BINARY"),
         ([ColumnSpec("nope", "bigint")], "'nope': the table has no such column"),
         ([ColumnSpec("amount", "decimal(12,2)")] * 2, "given twice"),
+        ([ColumnSpec("amount", "decimal(12,2)", nullable=False)], "changes the type only"),
     ],
 )
 def test_alter_refuses_what_is_not_a_widening(
