@@ -1,17 +1,20 @@
 """Whether a table's columns changed while an ingest job ran: the job's records carry the columns
 of the table it started on, so a column added since (``alter-table --add-column``) is written to
-neither store until the job is started again. Read from the commit files new since the last look
-(one existence probe per epoch when nothing was committed, the job's own commit otherwise)."""
+neither store until the job is started again; a column widened since (``alter-table
+--widen-column``) would still be written with the job's narrower type. Read from the commit files
+new since the last look (one existence probe per epoch when nothing was committed, the job's own
+commit otherwise)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog.epochs import commit_versions
+from logstore_cli.catalog.schema import delta_type_to_sql
 from logstore_cli.errors import LogstoreError
 
 
@@ -22,10 +25,17 @@ class SchemaChangedError(LogstoreError):
 class SchemaWatch:
     """``SchemaGuard`` over the Delta log of the table at ``path``, for a job writing ``columns``."""
 
-    def __init__(self, path: Path, table: str, columns: Sequence[str]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        table: str,
+        columns: Sequence[str],
+        types: Mapping[str, str] | None = None,
+    ) -> None:
         self.path = path
         self.table = table
         self.columns = tuple(columns)
+        self.types = dict(types or {})  # name -> Spark SQL type; compared where given
         versions = commit_versions(path)
         self.seen = versions[0] if versions else -1
         # Added between the job reading the table and now: the job would never write the column.
@@ -44,9 +54,23 @@ class SchemaWatch:
             version += 1
 
     def _compare(self, schema: dict[str, Any]) -> None:
-        names = [f["name"] for f in schema.get("fields", [])]
+        fields = schema.get("fields", [])
+        names = [f["name"] for f in fields]
         if names == list(self.columns):
-            return
+            changed = [
+                f"{f['name']} {self.types[f['name']].upper()} → {now.upper()}"
+                for f in fields
+                if f["name"] in self.types
+                and (now := delta_type_to_sql(f["type"])) != self.types[f["name"]]
+            ]
+            if not changed:
+                return
+            raise SchemaChangedError(
+                f"table {self.table} had column(s) widened ({', '.join(changed)}; alter-table "
+                "--widen-column) while this job ran: restart the job to pick up the new "
+                "type(s); this epoch was not written",
+                hint=_RESTART_HINT,
+            )
         added = [n for n in names if n not in self.columns]
         if added and names[: len(self.columns)] == list(self.columns):
             what = f"gained column(s) {', '.join(added)} (alter-table --add-column)"
@@ -55,9 +79,14 @@ class SchemaWatch:
         raise SchemaChangedError(
             f"table {self.table} {what} while this job ran: restart the job to pick up the new "
             "column(s); this epoch was not written",
-            hint="run the same command again: the epoch runs again with the table's columns, "
-            "nothing is lost or written twice",
+            hint=_RESTART_HINT,
         )
+
+
+_RESTART_HINT = (
+    "run the same command again: the epoch runs again with the table's columns, nothing is lost "
+    "or written twice"
+)
 
 
 def _new_schema(path: Path, version: int) -> tuple[bool, dict[str, Any] | None]:

@@ -15,6 +15,18 @@ from logstore_cli.errors import LogstoreError
 _BATCH_ROWS = 8192
 
 
+def pyarrow_dataset(dt: Any) -> Any:
+    """``dt.to_pyarrow_dataset()``, also for a table with Delta's ``typeWidening`` reader feature
+    (``alter-table --widen-column``), which delta-rs 1.x refuses only for not knowing its name:
+    the dataset reads every file with the table's (widened) schema, and pyarrow casts a file's
+    narrower integers and decimals up as it reads, which is all the feature asks of a reader."""
+    import deltalake.table as delta_table
+
+    if "typeWidening" in (dt.protocol().reader_features or ()):
+        delta_table.SUPPORTED_READER_FEATURES.add("typeWidening")
+    return dt.to_pyarrow_dataset()
+
+
 def snapshot_batches(
     table: Path, version: int | None = None, columns: list[str] | None = None
 ) -> Iterator[list[dict[str, Any]]]:
@@ -23,7 +35,7 @@ def snapshot_batches(
 
     try:
         dt = DeltaTable(str(table), version=version)
-        dataset = dt.to_pyarrow_dataset()
+        dataset = pyarrow_dataset(dt)
         scanner = dataset.scanner(columns=columns, batch_size=_BATCH_ROWS)
         for batch in scanner.to_batches():
             if batch.num_rows:

@@ -73,7 +73,7 @@ COMMANDS = (
         "tables",
         "alter_table",
         "Change table properties, validated like DDL; turning the log store on creates its topic; "
-        "add nullable columns.",
+        "add nullable columns; widen a column's type.",
     ),
     _cli(
         "drop-table",

@@ -272,11 +272,21 @@ def alter_table(
             metavar="COLUMN",
         ),
     ] = None,
+    widen_column: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--widen-column",
+            help='Widen a column\'s type "NAME TYPE" (repeatable): TINYINT → SMALLINT → INT → '
+            "BIGINT, DECIMAL(p,s) → DECIMAL(p2,s) with p2 > p (Delta's type widening).",
+            metavar="COLUMN",
+        ),
+    ] = None,
     sql: Annotated[
         str | None,
         typer.Option(
             "--sql",
-            help="ALTER TABLE t ADD COLUMNS (…): the statement form of --add-column.",
+            help="ALTER TABLE t ADD COLUMNS (…) or ALTER TABLE t ALTER COLUMN c TYPE t: the "
+            "statement form of --add-column / --widen-column.",
             metavar="STATEMENT",
         ),
     ] = None,
@@ -303,7 +313,7 @@ def alter_table(
     overrides: Overrides,
 ) -> None:
     """Change table properties, validated like DDL; turning the log store on creates its topic;
-    add nullable columns.
+    add nullable columns; widen a column's type.
 
     Columns are added to the Delta table; the log's records carry them from the next ingest job
     started on the table on."""
@@ -315,21 +325,28 @@ def alter_table(
         from logstore_cli.ddl.document import parse_column
 
         columns = [parse_column(text) for text in add_column]
+    widened = []
+    if widen_column:
+        from logstore_cli.ddl.document import parse_column
+
+        widened = [parse_column(text, "--widen-column") for text in widen_column]
     named = None  # the table --sql's statement alters
     if sql is not None:
-        from logstore_cli.ddl.document import parse_alter_add_columns
+        from logstore_cli.ddl.document import parse_alter_statement
 
-        named, more = parse_alter_add_columns(sql)
+        named, more, wider = parse_alter_statement(sql)
         columns += more
+        widened += wider
     target = table if table is not None else named
     if target is None:
         raise InvalidInputError(
             "no table given", hint="pass TABLE, or --sql 'ALTER TABLE t ADD COLUMNS (…)'"
         )
-    if not changes and not removals and not columns:
+    if not changes and not removals and not columns and not widened:
         raise InvalidInputError(
             "nothing to change",
-            hint='pass --set KEY=VALUE, --unset KEY and/or --add-column "NAME TYPE"',
+            hint='pass --set KEY=VALUE, --unset KEY, --add-column "NAME TYPE" and/or '
+            '--widen-column "NAME TYPE"',
         )
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
@@ -344,18 +361,24 @@ def alter_table(
             stored, stores, changes, removals, warehouse=ctx.warehouse,
             delete_topic=delete_topic, adopt_topic=adopt_topic,
             default_bootstrap=ctx.default_bootstrap, dry_run=dry_run, force=force,
-            add_columns=columns,
+            add_columns=columns, widen_columns=widened,
         )  # fmt: skip
     if result.writer_stops and result.forced_past is not None:
         out.warning(
             f"{result.forced_past.info.holder} writes the table: it stops at the start of its "
-            "next epoch (nothing lost); run it again to write the new column(s) to both stores"
+            "next epoch (nothing lost); run it again to write the changed column(s) to both "
+            "stores"
         )
     else:
         _warn_forced(out, result.forced_past, "altered")
     if columns:
         names = ", ".join(c.name for c in columns)
         out.success(f"{result.table}: {'would add' if dry_run else 'added'} column(s) {names}")
+    if result.widened_columns:
+        names = ", ".join(f"{c.name} to {c.type.upper()}" for c in result.widened_columns)
+        out.success(f"{result.table}: {'would widen' if dry_run else 'widened'} {names}")
+    elif widened:
+        out.info(f"{result.table}: the column(s) already have the type(s) given")
     if changes or removals:
         out.success(f"{result.table}: {'would change' if dry_run else 'changed'} properties")
     for line in result.topic.describe() if result.topic else []:

@@ -155,9 +155,34 @@ def parse_column(text: str, what: str = "--add-column") -> ColumnSpec:
     return spec.columns[0]
 
 
-def parse_alter_add_columns(text: str, filename: str = "--sql") -> tuple[str, list[ColumnSpec]]:
-    """``ALTER TABLE name ADD COLUMN[S] [(]column, …[)] [;]``, the one ALTER statement logstore
-    takes: the table's name as written and its columns (each checked as ``parse_column``)."""
+def parse_alter_statement(
+    text: str, filename: str = "--sql"
+) -> tuple[str, list[ColumnSpec], list[ColumnSpec]]:
+    """``ALTER TABLE name ADD COLUMNS (…)`` (``parse_alter_add_columns``) or ``ALTER TABLE name
+    ALTER|CHANGE COLUMN c TYPE t [;]`` (a type widening, checked against the table later): the table's
+    name as written, the columns added, the columns widened."""
+    cleaned, name, rest = _alter_head(text, filename)
+    if (
+        name
+        and len(rest) >= 4
+        and rest[0].is_word("ALTER", "CHANGE")
+        and rest[1].is_word("COLUMN")
+        and rest[3].is_word("TYPE")
+    ):
+        column = cleaned[rest[2].start : rest[2].end]
+        typed = cleaned[rest[4].start : rest[-1].end] if len(rest) > 4 else ""
+        widened = parse_column(f"{column} {typed}", filename)
+        if not widened.nullable or widened.comment is not None:
+            raise InvalidInputError(
+                f"{filename}: ALTER COLUMN … TYPE takes a type only", hint=_WIDEN_HINT
+            )
+        return ".".join(name), [], [widened]
+    named, added = parse_alter_add_columns(text, filename)
+    return named, added, []
+
+
+def _alter_head(text: str, filename: str) -> tuple[str, list[str], list[Token]]:
+    """The cleaned text, the table's name parts and the tokens after them, of ``ALTER TABLE``."""
     cleaned = clean(text)
     lexed = tokenize(cleaned)
     if lexed.error is not None:
@@ -175,13 +200,20 @@ def parse_alter_add_columns(text: str, filename: str = "--sql") -> tuple[str, li
             continue
         i += 1
         break
-    rest = tokens[i:]
+    return cleaned, name, tokens[i:]
+
+
+def parse_alter_add_columns(text: str, filename: str = "--sql") -> tuple[str, list[ColumnSpec]]:
+    """``ALTER TABLE name ADD COLUMN[S] [(]column, …[)] [;]``: the table's name as written and its
+    columns (each checked as ``parse_column``)."""
+    cleaned, name, rest = _alter_head(text, filename)
     if name and rest and rest[0].is_word("DROP", "RENAME", "ALTER", "CHANGE", "REPLACE"):
         raise InvalidInputError(
-            f"{filename}: {rest[0].text.upper()} is refused: logstore only adds columns; the log's "
-            "old records keep a column's old name and type, and a reader replaying them would "
-            "show them under a column that no longer means the same",
-            hint="add a new column instead (ADD COLUMNS), and fill it in your writes",
+            f"{filename}: {rest[0].text.upper()} is refused: logstore only adds and widens "
+            "columns; the log's old records keep a column's old name and type, and a reader "
+            "replaying them would show them under a column that no longer means the same",
+            hint="add a new column instead (ADD COLUMNS), and fill it in your writes; a type "
+            "widening is ALTER TABLE t ALTER COLUMN c TYPE BIGINT",
         )
     if (
         not name
@@ -211,3 +243,4 @@ def parse_alter_add_columns(text: str, filename: str = "--sql") -> tuple[str, li
 
 
 _ALTER_HINT = "write ALTER TABLE db.t ADD COLUMNS (region STRING COMMENT 'where', n INT)"
+_WIDEN_HINT = "write ALTER TABLE db.t ALTER COLUMN qty TYPE BIGINT"

@@ -40,3 +40,15 @@ def add_columns_sql(path: str, columns: Sequence[ColumnSpec]) -> str:
         comment = f" COMMENT {quote_string(c.comment)}" if c.comment is not None else ""
         parts.append(f"{quote_identifier(c.name)} {c.type}{comment}")
     return f"ALTER TABLE {delta_path_table(path)} ADD COLUMNS ({', '.join(parts)})"
+
+
+def widen_columns_sql(path: str, columns: Sequence[ColumnSpec]) -> list[str]:
+    """Delta 4.0's type widening of ``columns`` to their new types: the table feature first
+    (a CHANGE COLUMN to a wider type is refused without it), then one CHANGE COLUMN each."""
+    table = delta_path_table(path)
+    statements = [f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')"]
+    for c in columns:
+        statements.append(
+            f"ALTER TABLE {table} CHANGE COLUMN {quote_identifier(c.name)} TYPE {c.type}"
+        )
+    return statements

@@ -114,3 +114,33 @@ def struct_field(name: str, spark_type: str) -> str:
     if not _PLAIN_FIELD.fullmatch(name):
         name = "`" + name.replace("`", "``") + "`"
     return f"{name}:{spark_type}"
+
+
+# Type widening (``alter-table --widen-column``): only the changes Delta 4.0's typeWidening
+# feature makes AND that leave every value already in the log written the same in wire format 1's
+# JSON (an integer's digits, a decimal's digits at the same scale), so the log's old records mean
+# what Delta's widened rows hold. Not FLOAT → DOUBLE: the log holds a float's shortest float32
+# text ("0.1"), which read as a double is not the float32 value Delta widens (0.10000000149011612).
+_INTEGER_RANK = {"tinyint": 0, "smallint": 1, "int": 2, "bigint": 3}
+_DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+ALLOWED_WIDENINGS = (
+    "TINYINT → SMALLINT → INT → BIGINT (to any wider), "
+    "DECIMAL(p,s) → DECIMAL(p2,s) with p2 > p (same scale)"
+)
+
+
+def _decimal(type_: str) -> tuple[int, int] | None:
+    if type_ == "decimal":
+        return 10, 0  # Spark's default DECIMAL
+    found = _DECIMAL.fullmatch(type_)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def widening_allowed(old: str, new: str) -> bool:
+    """Whether a column of Spark type ``old`` may become ``new`` (both normalized, lower case)."""
+    if old in _INTEGER_RANK and new in _INTEGER_RANK:
+        return _INTEGER_RANK[new] > _INTEGER_RANK[old]
+    before, after = _decimal(old), _decimal(new)
+    if before is None or after is None:
+        return False
+    return after[1] == before[1] and after[0] > before[0]

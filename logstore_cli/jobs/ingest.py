@@ -996,7 +996,12 @@ def protocol_for(
         outside=outside,
         on_carry=on_carry,
         compact_every=plan.compact_every(job.table),
-        schema=SchemaWatch(job.table_path, job.table.name, [c.name for c in job.table.columns]),
+        schema=SchemaWatch(
+            job.table_path,
+            job.table.name,
+            [c.name for c in job.table.columns],
+            {c.name: c.type for c in job.table.columns},
+        ),
     )
 
 

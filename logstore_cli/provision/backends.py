@@ -30,6 +30,10 @@ class DeltaStore(Protocol):
         """Append nullable ``columns`` to the table's schema in one commit."""
         ...
 
+    def widen_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
+        """Give existing ``columns`` their (wider) new types, by Delta's type widening."""
+        ...
+
     def drop(self, path: Path) -> None: ...
 
 

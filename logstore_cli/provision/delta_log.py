@@ -113,6 +113,12 @@ class DeltaLogStore:
             lambda: commit_columns(path, columns),
         )  # fmt: skip
 
+    def widen_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
+        # Type widening is a table feature (typeWidening) whose commits only Spark makes.
+        wh.contained(self._warehouse, path)
+        with _why_spark(["type widening (the typeWidening table feature)"]):
+            self._spark.widen_columns(path, columns)
+
     def _change(
         self,
         path: Path,

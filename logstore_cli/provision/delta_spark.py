@@ -118,6 +118,20 @@ class SparkDeltaStore:
                 f"adding columns to the Delta table at {path} failed: {_first_line(exc)}"
             ) from exc
 
+    def widen_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
+        from logstore_cli.ddl.render import widen_columns_sql
+
+        wh.contained(self._warehouse, path)
+        spark = self.spark
+        spark.conf.set(_NO_SUBSTITUTION, "false")
+        try:
+            for statement in widen_columns_sql(str(path), columns):
+                spark.sql(statement)
+        except Exception as exc:
+            raise LogstoreError(
+                f"widening columns of the Delta table at {path} failed: {_first_line(exc)}"
+            ) from exc
+
     def drop(self, path: Path) -> None:
         """Remove the table directory; a symlinked one only when its target is in the warehouse,
         and then the target and the link both."""

@@ -395,13 +395,14 @@ class AlterResult:
     dry_run: bool = False
     forced_past: LiveWriter | None = None  # the live writer --force (or columns only) went past
     added_columns: tuple[ColumnSpec, ...] = ()
+    widened_columns: tuple[ColumnSpec, ...] = ()
 
     @property
     def writer_stops(self) -> bool:
-        """The live writer gone past stops at its next epoch for the added columns only."""
+        """The live writer gone past stops at its next epoch for the added/widened columns only."""
         return (
             self.forced_past is not None
-            and bool(self.added_columns)
+            and bool(self.added_columns or self.widened_columns)
             and not (self.set or self.unset)
         )
 
@@ -411,6 +412,7 @@ class AlterResult:
             "set": self.set,
             "unset": self.unset,
             "added_columns": [c.to_json() for c in self.added_columns],
+            "widened_columns": [c.to_json() for c in self.widened_columns],
             "topic": self.topic.to_json() if self.topic else None,
             "dry_run": self.dry_run,
             "forced_past_writer": self.forced_past.to_json() if self.forced_past else None,
@@ -430,6 +432,7 @@ def alter_table(
     dry_run: bool = False,
     force: bool = False,
     add_columns: Sequence[ColumnSpec] = (),
+    widen_columns: Sequence[ColumnSpec] = (),
 ) -> AlterResult:
     """Validate the new property set like DDL and every topic change with the broker, then apply.
 
@@ -444,9 +447,11 @@ def alter_table(
     old = stored.spec
     _check_alterable(stored, set_, unset)
     check_new_columns(old, add_columns)
-    # Only columns added: a running ingest stops cleanly at its next epoch (SchemaWatch), so
-    # its lease does not stand in the way; it is named for the caller to warn about.
-    columns_only = bool(add_columns) and not set_ and not unset
+    widen_columns = check_widened_columns(old, widen_columns, add_columns)
+    # Only columns added or widened: a running ingest stops cleanly at its next epoch
+    # (SchemaWatch), so its lease does not stand in the way; it is named for the caller to warn
+    # about.
+    columns_only = bool(add_columns or widen_columns) and not set_ and not unset
     writer = check_no_live_writer(
         stored.ref, "alter the table", _ALTER_BREAKS, force=force or columns_only
     )
@@ -460,13 +465,17 @@ def alter_table(
     _validate_change(change, new_log, stores.topics)
     _check_format_switch(stored, new_log, stores.topics)
     result = AlterResult(
-        stored.ref.name, dict(set_), list(unset), change, dry_run, writer, tuple(add_columns)
-    )
+        stored.ref.name, dict(set_), list(unset), change, dry_run, writer, tuple(add_columns),
+        tuple(widen_columns),
+    )  # fmt: skip
     if not dry_run:
         if add_columns:
             # Columns cannot be taken back (Delta drops one only with column mapping): added
             # first, before anything that may fail and roll back.
             stores.delta.add_columns(stored.ref.path, add_columns)
+        if widen_columns:
+            # Like added columns, a wider type is never taken back.
+            stores.delta.widen_columns(stored.ref.path, widen_columns)
         if set_ or unset:
             _apply_alter(stored, stores, set_, unset, change, new_log)
     return result
@@ -489,8 +498,9 @@ def check_new_columns(spec: TableSpec, columns: Sequence[ColumnSpec]) -> None:
         if have is not None and have.type != c.type:
             raise InvalidInputError(
                 f"cannot change column '{have.name}' from {have.type} to {c.type}: logstore "
-                "adds columns only; a type change (Delta 4.0's type widening) is not supported",
-                hint="add a new column with the wider type instead, and fill it in your writes",
+                "adds a column with --add-column; a type changes with --widen-column",
+                hint=f'alter-table --widen-column "{have.name} {c.type.upper()}" (a widening '
+                "only), or add a new column with another name",
             )
         if c.name.lower() in seen:
             raise InvalidInputError(
@@ -499,6 +509,51 @@ def check_new_columns(spec: TableSpec, columns: Sequence[ColumnSpec]) -> None:
                 hint="pick another name; logstore never drops, renames or retypes a column",
             )
         seen[c.name.lower()] = "it is given twice"
+
+
+def check_widened_columns(
+    spec: TableSpec, columns: Sequence[ColumnSpec], added: Sequence[ColumnSpec] = ()
+) -> list[ColumnSpec]:
+    """The ``columns`` to widen, each under the table's own name and nullability; refuses (exit 2)
+    a column the table lacks, one given twice or also added, and a change ``widening_allowed``
+    does not take. A column already of the new type is left out (nothing to do)."""
+    from logstore_cli.ddl.types import ALLOWED_WIDENINGS, widening_allowed
+
+    have = {c.name.lower(): c for c in spec.columns}
+    added_names = {c.name.lower() for c in added}
+    seen: set[str] = set()
+    widened = []
+    for c in columns:
+        key = c.name.lower()
+        old = have.get(key)
+        if old is None or key in added_names:
+            raise InvalidInputError(
+                f"cannot widen column '{c.name}': the table has no such column",
+                hint=f"its columns: {', '.join(x.name for x in spec.columns)}",
+            )
+        if key in seen:
+            raise InvalidInputError(
+                f"cannot widen column '{c.name}': it is given twice",
+                hint="give each column once, with its new type",
+            )
+        seen.add(key)
+        if not c.nullable or c.comment is not None:
+            raise InvalidInputError(
+                f"cannot widen column '{c.name}' with NOT NULL or a COMMENT: a widening changes "
+                "the type only",
+                hint=f'give the column and its new type only, e.g. "{old.name} BIGINT"',
+            )
+        if old.type == c.type:
+            continue
+        if not widening_allowed(old.type, c.type):
+            raise InvalidInputError(
+                f"cannot change column '{old.name}' from {old.type.upper()} to "
+                f"{c.type.upper()}: not a type widening logstore takes",
+                hint=f"allowed: {ALLOWED_WIDENINGS}; for any other change add a new column "
+                "(--add-column) and fill it in your writes",
+            )
+        widened.append(ColumnSpec(old.name, c.type, old.nullable, old.comment))
+    return widened
 
 
 def _check_format_switch(stored: StoredTable, new: LogStoreSpec | None, topics: TopicStore) -> None:

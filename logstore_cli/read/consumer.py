@@ -458,10 +458,11 @@ class LogSource:
     def _redecode(
         self, exc: WireFormatError, msg: _Record, partition: int, offset: int, stats: ReadStats
     ) -> Item | None:
-        """A record ``decode`` refused: with a column the reader's schema lacks, decoded again
-        with the table's schema read again if that has more columns (``self.decode`` is then
-        the new schema's); else skipped (``_skip``). None when skipped."""
-        if exc.reason == "column" and self._newer_schema():
+        """A record ``decode`` refused: with a column the reader's schema lacks, or a value its
+        (narrower) type cannot hold, decoded again with the table's schema read again if that has
+        more columns or other (widened) types (``self.decode`` is then the new schema's); else
+        skipped (``_skip``). None when skipped."""
+        if exc.reason in ("column", "value") and self._newer_schema():
             try:
                 return self.decode(msg.key(), msg.value(), msg.headers())
             except WireFormatError as again:
@@ -476,10 +477,13 @@ class LogSource:
         if now < self._next_reload:
             return False  # a run of malformed records reads the Delta log once a second at most
         schema = self.reload_schema()
-        if set(schema.names) <= set(self.schema.names):
+        if set(schema.columns) <= set(self.schema.columns):
             self._next_reload = now + 1.0
-            return False  # nothing was added: the record is malformed
-        log.info("table columns now %s: a column was added", ", ".join(schema.names))
+            return False  # nothing was added or widened: the record is malformed
+        log.info(
+            "table columns now %s: a column was added or widened",
+            ", ".join(f"{name} {type_}" for name, type_ in schema.columns),
+        )
         self.schema, self.decode = schema, RecordDecoder(schema)
         return True
 

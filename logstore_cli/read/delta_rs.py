@@ -281,8 +281,10 @@ def _scan(table: DeltaTable, names: list[str]) -> Iterator[pa.RecordBatch]:
     from deltalake import QueryBuilder
     from deltalake.exceptions import DeltaProtocolError
 
+    from logstore_cli.catalog.snapshot import pyarrow_dataset
+
     try:
-        dataset = table.to_pyarrow_dataset()
+        dataset = pyarrow_dataset(table)
     except DeltaProtocolError:
         columns = ", ".join('"' + name.replace('"', '""') + '"' for name in names)
         query = QueryBuilder({"datafusion.execution.batch_size": str(_BATCH_ROWS)})

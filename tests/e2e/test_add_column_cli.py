@@ -82,3 +82,21 @@ def test_the_statement_form_through_sql(root: Path) -> None:
     assert other.returncode != 0 and "Traceback" not in other.stderr
     drop = _run(root, "alter-table", "--sql", "ALTER TABLE db.orders DROP COLUMN n")
     assert drop.returncode == EXIT_INVALID_INPUT and "DROP is refused" in drop.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--widen-column", "id INT"),
+        ("--widen-column", "name BINARY"),
+        ("--sql", "ALTER TABLE db.orders ALTER COLUMN id TYPE DOUBLE"),
+    ],
+)
+def test_a_type_change_that_is_not_a_widening_is_refused_naming_the_allowed_ones(
+    root: Path, args: tuple[str, str]
+) -> None:
+    result = _run(root, "alter-table", *(() if args[0] == "--sql" else (TABLE,)), *args)
+    assert result.returncode == EXIT_INVALID_INPUT, result.stderr
+    assert "not a type widening logstore takes" in result.stderr
+    assert "TINYINT → SMALLINT → INT → BIGINT" in result.stderr and "Traceback" not in result.stderr
+    assert [c["type"] for c in _columns(root)] == ["bigint", "string"]

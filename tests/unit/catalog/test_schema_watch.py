@@ -37,3 +37,35 @@ def test_a_column_added_before_the_watch_starts_is_refused_at_once(tmp_path: Pat
     with pytest.raises(SchemaChangedError, match="gained column"):
         SchemaWatch(path, "db.t", ["id", "name"])
     SchemaWatch(path, "db.t", ["id", "name", "region"]).check()  # the restarted job's
+
+
+def test_a_widened_column_is_noticed_at_the_next_check(tmp_path: Path) -> None:
+    path = write_table(tmp_path, "CREATE TABLE db.t (id BIGINT, qty INT, PRIMARY KEY (id))")
+    watch = SchemaWatch(path, "db.t", ["id", "qty"], {"id": "bigint", "qty": "int"})
+    delta_log.commit_properties(path, {"a.b": "1"}, [])
+    watch.check()  # same columns, same types
+    _retype(path, "qty", "long")
+    with pytest.raises(SchemaChangedError) as caught:
+        watch.check()
+    assert "had column(s) widened (qty INT → BIGINT; alter-table --widen-column)" in (
+        caught.value.message
+    )
+    assert "restart the job to pick up the new type(s)" in caught.value.message
+    # The restarted job, reading the table's new types, goes on.
+    SchemaWatch(path, "db.t", ["id", "qty"], {"id": "bigint", "qty": "bigint"}).check()
+
+
+def _retype(path: Path, column: str, delta_type: str) -> None:
+    """A metaData commit with ``column``'s type changed, as Spark's CHANGE COLUMN … TYPE makes."""
+    import json
+
+    from deltalake import DeltaTable
+
+    dt = DeltaTable(str(path))
+    current = delta_log._current_metadata(dt)
+    schema = json.loads(current["schemaString"])
+    for field in schema["fields"]:
+        if field["name"] == column:
+            field["type"] = delta_type
+    current["schemaString"] = json.dumps(schema)
+    assert delta_log.put_if_absent(path, dt.version() + 1, json.dumps({"metaData": current}) + "\n")

@@ -71,6 +71,14 @@ class MemDelta:
         schema = {**state.schema, "fields": [*state.schema["fields"], *fields]}
         self.states[path] = replace(state, version=state.version + 1, schema=schema)
 
+    def widen_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
+        self._op("widen_columns", path)
+        state = self.states[path]
+        types = {c.name: c.type for c in columns}
+        fields = [{**f, "type": types.get(f["name"], f["type"])} for f in state.schema["fields"]]
+        schema = {**state.schema, "fields": fields}
+        self.states[path] = replace(state, version=state.version + 1, schema=schema)
+
     def drop(self, path: Path) -> None:
         self._op("drop", path)
         del self.states[path]

@@ -653,3 +653,48 @@ def test_adding_columns_goes_past_a_live_writer_which_stops_at_its_next_epoch(
     with pytest.raises(service.TableBeingWrittenError):
         service.alter_table(stored, stores, {"my.prop": "v"}, [], warehouse=tmp_path,
                             add_columns=[ColumnSpec("n", "int")])  # fmt: skip
+
+
+def test_alter_widens_a_column_in_the_delta_table_and_leaves_the_topic(stores: Stores) -> None:
+    delta, topics = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    topic_calls = list(topics.calls)
+    result = _alter(stores, {}, [], widen_columns=[ColumnSpec("AMOUNT", "decimal(18,2)")])
+    assert delta.calls[-1] == "widen_columns orders"
+    assert [(c.name, c.type) for c in _stored(stores).spec.columns][2] == (
+        "amount",
+        "decimal(18,2)",
+    )
+    assert result.topic is None and topics.calls == topic_calls
+    assert result.to_json()["widened_columns"][0]["name"] == "amount"  # the table's own name
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ([ColumnSpec("amount", "decimal(12,3)")], "from DECIMAL\\(10,2\\) to DECIMAL\\(12,3\\)"),
+        ([ColumnSpec("id", "int")], "from BIGINT to INT: not a type widening"),
+        ([ColumnSpec("name", "binary")], "from STRING to BINARY"),
+        ([ColumnSpec("nope", "bigint")], "'nope': the table has no such column"),
+        ([ColumnSpec("amount", "decimal(12,2)")] * 2, "given twice"),
+        ([ColumnSpec("amount", "decimal(12,2)", nullable=False)], "changes the type only"),
+    ],
+)
+def test_alter_refuses_what_is_not_a_widening(
+    stores: Stores, columns: list[ColumnSpec], message: str
+) -> None:
+    delta, _ = _mem(stores)
+    service.create_tables([spec()], WH, stores)
+    with pytest.raises(InvalidInputError, match=message) as caught:
+        _alter(stores, {}, [], widen_columns=columns)
+    assert caught.value.exit_code == 2 and caught.value.hint
+    if "from" in message:
+        assert "INT → BIGINT" in caught.value.hint  # names the allowed ones
+    assert delta.states[WH / "db" / "orders"].version == 0
+
+
+def test_widening_goes_past_a_live_writer_which_stops(stores: Stores, tmp_path: Path) -> None:
+    stored, _ = _written(stores, tmp_path)
+    result = service.alter_table(stored, stores, {}, [], warehouse=tmp_path,
+                                 widen_columns=[ColumnSpec("amount", "decimal(11,2)")])  # fmt: skip
+    assert result.writer_stops and _mem(stores)[0].calls[-1] == "widen_columns orders"

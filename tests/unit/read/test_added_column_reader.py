@@ -75,3 +75,40 @@ def test_a_column_the_table_lacks_too_is_malformed_and_not_read_again_at_once() 
             )
     assert stats.malformed == 3 and stats.records == 0
     assert len(reads) == 1  # once a second at most
+
+
+def test_a_value_too_wide_for_the_readers_type_is_decoded_with_the_widened_schema() -> None:
+    narrow = RowSchema((("id", "bigint"), ("qty", "int")), ("id",), frozenset({"qty"}))
+    wide = RowSchema((("id", "bigint"), ("qty", "bigint")), ("id",), frozenset({"qty"}))
+    reads: list[RowSchema] = []
+
+    def reload() -> RowSchema:
+        reads.append(wide)
+        return wide
+
+    with LogSource(SourceConf("127.0.0.1:9", {}, "t", 1.0), narrow, reload_schema=reload) as source:
+        stats = ReadStats()
+        old = source._decode(_msg({"id": 1, "qty": 7}, narrow), 0, 0, stats)
+        big = source._decode(_msg({"id": 2, "qty": 5_000_000_000}, wide), 0, 1, stats)
+        again = source._decode(_msg({"id": 3, "qty": 6_000_000_000}, wide), 0, 2, stats)
+    assert isinstance(old, ChangeRecord) and old.row["qty"] == 7
+    assert isinstance(big, ChangeRecord) and big.row["qty"] == 5_000_000_000
+    assert isinstance(again, ChangeRecord) and again.row["qty"] == 6_000_000_000
+    assert source.schema == wide and len(reads) == 1 and stats.malformed == 0
+
+
+def test_a_value_out_of_range_for_the_table_too_is_malformed_and_read_again_once() -> None:
+    narrow = RowSchema((("id", "bigint"), ("qty", "int")), ("id",), frozenset({"qty"}))
+    wide = RowSchema((("id", "bigint"), ("qty", "bigint")), ("id",), frozenset({"qty"}))
+    reads: list[RowSchema] = []
+
+    def reload() -> RowSchema:
+        reads.append(narrow)
+        return narrow
+
+    with LogSource(SourceConf("127.0.0.1:9", {}, "t", 1.0), narrow, reload_schema=reload) as source:
+        stats = ReadStats()
+        for offset in range(2):
+            msg = _msg({"id": 1, "qty": 5_000_000_000}, wide)
+            assert source._decode(msg, 0, offset, stats) is None
+    assert stats.malformed == 2 and len(reads) == 1
