@@ -641,9 +641,12 @@ class World:
             self.append(partition_of(key, self.partitions), record)
 
     def markers(self, epoch: EpochId, reach: Sequence[bool]) -> None:
+        # The version Delta committed ``epoch`` as (a re-publication after later commits names
+        # the commit's own version, as the job reads it from the Delta log, not the newest).
+        version = self.commit_order.index(epoch) + 1
         for partition in range(self.partitions):
             if reach[partition]:
-                self.append(partition, CommitMarker(epoch, len(self.commit_order)))
+                self.append(partition, CommitMarker(epoch, version))
 
     def commit(self, epoch: EpochId, batch: Batch) -> None:
         batch.committed = epoch.attempt
