@@ -80,7 +80,9 @@ def _gated(frame: DataFrame, gate: Path) -> DataFrame:
             t.sleep(0.05)
         return name
 
-    return frame.withColumn("name", F.udf(hold, "string")(F.col("name")))
+    # One partition: one task waits, the other core runs the racing commit (with a task per
+    # core waiting, the race's own tasks could not start until the gate's deadline).
+    return frame.coalesce(1).withColumn("name", F.udf(hold, "string")(F.col("name")))
 
 
 def _batch(spark: SparkSession, gate: Path | None) -> SparkBatch:
