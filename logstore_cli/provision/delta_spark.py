@@ -94,42 +94,32 @@ class SparkDeltaStore:
     def alter(self, path: Path, set_: Mapping[str, str], unset: Sequence[str]) -> None:
         from logstore_cli.ddl.render import alter_properties_sql
 
-        wh.contained(self._warehouse, path)
-        spark = self.spark  # a JVM that does not start raises its own SparkStartError here
-        spark.conf.set(_NO_SUBSTITUTION, "false")
-        try:
-            for statement in alter_properties_sql(str(path), set_, unset):
-                spark.sql(statement)
-        except Exception as exc:
-            raise LogstoreError(
-                f"changing the properties of the Delta table at {path} failed: {_first_line(exc)}"
-            ) from exc
+        self._run_sql(
+            path, "changing the properties of", alter_properties_sql(str(path), set_, unset)
+        )
 
     def add_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
         from logstore_cli.ddl.render import add_columns_sql
 
-        wh.contained(self._warehouse, path)
-        spark = self.spark
-        spark.conf.set(_NO_SUBSTITUTION, "false")
-        try:
-            spark.sql(add_columns_sql(str(path), columns))
-        except Exception as exc:
-            raise LogstoreError(
-                f"adding columns to the Delta table at {path} failed: {_first_line(exc)}"
-            ) from exc
+        self._run_sql(path, "adding columns to", [add_columns_sql(str(path), columns)])
 
     def widen_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
         from logstore_cli.ddl.render import widen_columns_sql
 
+        self._run_sql(path, "widening columns of", widen_columns_sql(str(path), columns))
+
+    def _run_sql(self, path: Path, doing: str, statements: Sequence[str]) -> None:
+        """A metadata change as Spark SQL statements, run in order, the table checked in the
+        warehouse first and nothing in the text expanded."""
         wh.contained(self._warehouse, path)
-        spark = self.spark
+        spark = self.spark  # a JVM that does not start raises its own SparkStartError here
         spark.conf.set(_NO_SUBSTITUTION, "false")
         try:
-            for statement in widen_columns_sql(str(path), columns):
+            for statement in statements:
                 spark.sql(statement)
         except Exception as exc:
             raise LogstoreError(
-                f"widening columns of the Delta table at {path} failed: {_first_line(exc)}"
+                f"{doing} the Delta table at {path} failed: {_first_line(exc)}"
             ) from exc
 
     def drop(self, path: Path) -> None:
