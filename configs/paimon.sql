@@ -1,7 +1,9 @@
 -- A Paimon-style table: the Paimon / Flink Table Store vocabulary, Flink shape. Its log is written
 -- in Paimon's default 'log.format' = 'debezium-json' (Flink's debezium-json envelope), so Flink SQL
 -- jobs downstream read the topic as they read a Paimon table's Kafka log (docs/guide.md, "The log
--- as a change stream"). No broker address is written: the default broker is used.
+-- as a change stream"). 'log.changelog-mode' = 'all' because a keyed Paimon table's default, upsert,
+-- writes deletes as tombstones (a null value), which Flink's debezium-json source skips. No broker
+-- address is written: the default broker is used.
 CREATE TABLE IF NOT EXISTS shop.orders (
     `id` BIGINT,
     `customer` STRING,

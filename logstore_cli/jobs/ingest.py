@@ -62,11 +62,13 @@ from logstore_cli.logformat.wire import (
     LogFormat,
     RowKind,
     RowSchema,
+    change_value,
     commit_metadata,
     encode_marker,
     envelope,
+    tombstones,
 )
-from logstore_cli.model import TableSpec
+from logstore_cli.model import ChangelogMode, TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -369,6 +371,11 @@ class KafkaLogSink:
         self.spark_encodes = all(spark_json_identical(c.type) for c in table.columns)
         # The values' format (docs/design.md §7): the row, or the row in debezium-json's envelope.
         self.fmt = LogFormat(table.log_store.data_format if table.log_store else LogFormat.JSON)
+        # debezium-json in upsert mode: a -D is a tombstone, as Paimon wrote it.
+        self.tombstones = tombstones(
+            self.fmt,
+            table.log_store is not None and table.log_store.changelog_mode is ChangelogMode.UPSERT,
+        )
 
     def produce(self, batch: SparkBatch, eid: EpochId) -> Produced:
         import pyarrow.compute as pc
@@ -386,11 +393,13 @@ class KafkaLogSink:
         send = self.producer.send
         produced = 0
         wrap = self.fmt is not LogFormat.JSON
+        upsert = self.tombstones
         for key, value, kind in zip(keys, values, kinds, strict=True):
             if kind in headers:  # a kind the changelog mode leaves out (upsert: -U) is not sent
-                send(
-                    key, envelope(value, RowKind(kind), self.fmt) if wrap else value, headers[kind]
+                sent = (
+                    change_value(value, RowKind(kind), self.fmt, upsert=upsert) if wrap else value
                 )
+                send(key, sent, headers[kind])
                 produced += 1
         delivered = self.producer.flush()
         # Exact, as the lease keeps other writers out.

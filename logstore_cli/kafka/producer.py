@@ -284,8 +284,9 @@ class LogProducer:
         headers: list[tuple[str, bytes]],
         partition: int | None = None,
     ) -> None:
-        """Queue one record (a null value: a debezium-json commit marker). ``partition`` None: the partitioner picks it (murmur2 of the key, as the
-        Java client does; null keys are spread). Blocks while the client's queue is full, at most
+        """Queue one record (a null value: a debezium-json commit marker or tombstone).
+        ``partition`` None: the partitioner picks it (murmur2 of the key, as the Java client
+        does; null keys are spread). Blocks while the client's queue is full, at most
         ``timeout_s``. Raises a BrokerError when the record cannot be queued or a record of the
         batch already failed (that batch is then over: its other records are not waited for)."""
         # The hot path: once per record, so every attribute load counts.

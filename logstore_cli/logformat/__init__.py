@@ -23,6 +23,7 @@ from logstore_cli.logformat.wire import (
     LogFormat,
     RowKind,
     RowSchema,
+    change_value,
     commit_metadata,
     decode,
     encode_change,
@@ -31,6 +32,7 @@ from logstore_cli.logformat.wire import (
     encode_row,
     envelope,
     parse_commit_metadata,
+    tombstones,
 )
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "RowKind",
     "RowSchema",
     "WireFormatError",
+    "change_value",
     "commit_metadata",
     "decode",
     "decode_value",
@@ -65,4 +68,5 @@ __all__ = [
     "parse_json",
     "parse_type",
     "partition_for",
+    "tombstones",
 ]

@@ -335,10 +335,30 @@ def envelope(value: bytes, kind: RowKind, fmt: LogFormat) -> bytes:
     return before + value + after
 
 
+def tombstones(fmt: LogFormat, upsert: bool) -> bool:
+    """Whether a ``-D`` is a tombstone (its key, a null value): ``debezium-json`` in ``upsert``
+    changelog mode, as Paimon's Kafka log wrote it. Compaction then drops deleted keys; a plain
+    debezium-json consumer skips such a record (it does not see the delete)."""
+    return upsert and LogFormat(fmt) is LogFormat.DEBEZIUM_JSON
+
+
+def change_value(row: bytes, kind: RowKind, fmt: LogFormat, *, upsert: bool) -> bytes | None:
+    """A change's value as the log carries it: ``envelope(row, kind, fmt)``, or None for a ``-D``
+    that is a tombstone (``tombstones``)."""
+    if kind is RowKind.DELETE and tombstones(fmt, upsert):
+        return None
+    return envelope(row, kind, LogFormat(fmt))
+
+
 def encode_change(
-    record: ChangeRecord, schema: RowSchema, fmt: LogFormat = LogFormat.JSON
-) -> tuple[bytes | None, bytes, Headers]:
-    """A change record as (key, value, headers) for a Kafka producer, its value in ``fmt``.
+    record: ChangeRecord,
+    schema: RowSchema,
+    fmt: LogFormat = LogFormat.JSON,
+    *,
+    upsert: bool = False,
+) -> tuple[bytes | None, bytes | None, Headers]:
+    """A change record as (key, value, headers) for a Kafka producer, its value in ``fmt``
+    (``upsert``: the table's changelog mode is ``upsert``, see ``tombstones``).
 
     The producer must partition by Kafka's default partitioner (``partition_for``; with
     confluent-kafka, ``partitioner=murmur2_random``).
@@ -362,7 +382,7 @@ def encode_change(
                     f"({record.row[name]!r})",
                     reason="value",
                 )
-    return key, envelope(value, kind, LogFormat(fmt)), headers
+    return key, change_value(value, kind, LogFormat(fmt), upsert=upsert), headers
 
 
 def encode_marker(
@@ -581,6 +601,23 @@ def _debezium_image(value: bytes, kind: RowKind) -> dict[str, Any]:
     return row
 
 
+def _tombstone_image(
+    kind: RowKind, found: Mapping[str, str], key: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The row image of a record without a value: a ``debezium-json`` ``-D`` in ``upsert`` mode
+    is a tombstone, its image the key's columns (as a ``-D`` with only its key)."""
+    if kind is not RowKind.DELETE or found[HEADER_FORMAT] != DEBEZIUM_FORMAT:
+        raise WireFormatError(
+            f"a {kind.value} record without a value (only a debezium-json -D may be a tombstone)",
+            reason="malformed",
+        )
+    if key is None:
+        raise WireFormatError(
+            "a tombstone (a -D without a value) without a key", reason="malformed"
+        )
+    return dict(key)
+
+
 def _decode_columns(
     schema: RowSchema,
     values: dict[str, Any],
@@ -638,13 +675,13 @@ def decode(
         ) from None
     if kind is RowKind.COMMIT:
         return _decode_marker(key, value, epoch, found)
+    key_object = None if key is None else _read_object(key, "key")
     if value is None:
-        raise WireFormatError(f"a {kind.value} record without a value", reason="malformed")
-    if found[HEADER_FORMAT] == DEBEZIUM_FORMAT:
+        row = _tombstone_image(kind, found, key_object)
+    elif found[HEADER_FORMAT] == DEBEZIUM_FORMAT:
         row = _debezium_image(value, kind)
     else:
         row = _read_object(value, "value")
-    key_object = None if key is None else _read_object(key, "key")
     if schema is not None:
         if schema.primary_key and key_object is None:
             raise WireFormatError(

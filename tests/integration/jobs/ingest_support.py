@@ -393,13 +393,16 @@ def assert_stores_agree(
     return counts
 
 
-def plain_debezium_fold(log: list[Any]) -> dict[int, dict[str, Any]]:
+def plain_debezium_fold(log: list[Any], *, tombstones: bool = False) -> dict[int, dict[str, Any]]:
     """What a plain debezium-json consumer (Flink's ``'format' = 'debezium-json'``) folds the
     topic to: headers ignored, records with a null value skipped, ``c`` upserts ``after``, ``d``
-    deletes ``before``'s key."""
+    deletes ``before``'s key. ``tombstones``: as a consumer of Kafka's upsert meaning (a record
+    with a key and a null value deletes the key) reads it instead."""
     state: dict[int, dict[str, Any]] = {}
     for r in log:
         if r.value is None:
+            if tombstones and r.key is not None:
+                state.pop(int(json.loads(r.key)["id"]), None)
             continue
         body = json.loads(r.value, parse_float=Decimal)
         assert set(body) == {"before", "after", "op"}, body

@@ -22,6 +22,7 @@ from logstore_cli.jobs import ingest as job_api
 from logstore_cli.logformat.wire import CommitMarker, EpochId, RowKind, decode
 
 from .ingest_support import (
+    COLUMNS,
     Change,
     assert_log_reads_equal_delta,
     changes,
@@ -116,6 +117,44 @@ def test_a_rerun_epoch_only_republishes_its_markers(
     table = load_table(warehouse, "shop.orders").spec
     check_protocol(table, path, records_after)
     assert delta_state(path) == {k: normalized(v) for k, v in fold(log).items()}
+
+
+def test_a_paimon_keyed_table_writes_its_deletes_as_tombstones(
+    spark: SparkSession, warehouse: Path, create: Callable[[str], None], kafka_bootstrap: str,
+    topic_name: str, tmp_path: Path,
+) -> None:  # fmt: skip
+    # Paimon's defaults for a table with a key: 'log.format' debezium-json, changelog mode upsert.
+    create(
+        f"CREATE TABLE shop.orders ({COLUMNS}, PRIMARY KEY (id) NOT ENFORCED) WITH ("
+        f"'log.system' = 'kafka', 'kafka.bootstrap.servers' = '{kafka_bootstrap}', "
+        f"'kafka.topic' = '{topic_name}', 'log.system.partitions' = '2');"
+    )
+    table = load_table(warehouse, "shop.orders").spec
+    assert table.log_store is not None
+    assert (table.log_store.data_format, table.log_store.changelog_mode.value) == (
+        "debezium-json", "upsert")  # fmt: skip
+    log = changes(400, keys=60, seed=11)
+    write_files(tmp_path / "in", [log[:200], log[200:]])
+    run(spark, warehouse, "shop.orders", str(tmp_path / "in"),
+        source_options={"maxFilesPerTrigger": "1"})  # fmt: skip
+    path = warehouse / "shop" / "orders"
+    want = {k: normalized(v) for k, v in fold(log).items()}
+    assert delta_state(path) == want
+    records = read_log(kafka_bootstrap, topic_name)
+    check_protocol(table, path, records)
+    kinds = [dict(r.headers)["logstore.kind"] for r in records]
+    deletes = [r for r, kind in zip(records, kinds, strict=True) if kind == b"-D"]
+    # As Paimon wrote them: the key and a null value, so log compaction drops deleted keys.
+    assert deletes and all(r.key is not None and r.value is None for r in deletes)
+    assert b"-U" not in kinds
+    assert all(r.value.endswith(b'"op":"c"}')
+               for r, kind in zip(records, kinds, strict=True) if kind in (b"+I", b"+U"))  # fmt: skip
+    # A consumer of Kafka's upsert meaning folds the topic to the table; Flink's debezium-json
+    # source skips null values and keeps the keys deleted last (docs/guide.md says so).
+    assert plain_debezium_fold(records, tombstones=True) == want
+    assert set(want) < set(plain_debezium_fold(records))
+    # logstore's own readers (committed, eventual, verify) read the tombstones as deletes.
+    assert_log_reads_equal_delta(warehouse, "shop.orders")
 
 
 def test_upsert_changelog_writes_no_update_before_and_rows_without_op_are_upserts(

@@ -21,11 +21,13 @@ from logstore_cli.logformat import (
     RowKind,
     RowSchema,
     WireFormatError,
+    change_value,
     decode,
     encode_change,
     encode_marker,
     envelope,
     parse_json,
+    tombstones,
 )
 from logstore_cli.logformat.values import parse_type
 from logstore_cli.logformat.wire import RecordDecoder
@@ -109,6 +111,46 @@ def test_malformed_debezium_values(kind: str, value: bytes, message: str) -> Non
                  lambda: RecordDecoder(ORDERS)(b'{"id":42}', value, _headers(kind))):  # fmt: skip
         with pytest.raises(WireFormatError, match=message):
             read()
+
+
+def test_an_upsert_delete_is_a_tombstone_the_other_kinds_are_not() -> None:
+    delete = ChangeRecord(RowKind.DELETE, {"id": 42}, ROW, EPOCH)
+    assert encode_change(delete, ORDERS, DBZ, upsert=True) == (b'{"id":42}', None, _headers("-D"))
+    # Only debezium-json in upsert mode: json keeps the row, all-kinds the envelope.
+    assert encode_change(delete, ORDERS, upsert=True)[1] == ROW_BYTES
+    assert encode_change(delete, ORDERS, DBZ)[1] == envelope(ROW_BYTES, RowKind.DELETE, DBZ)
+    for kind in (RowKind.INSERT, RowKind.UPDATE_AFTER):
+        record = ChangeRecord(kind, {"id": 42}, ROW, EPOCH)
+        assert encode_change(record, ORDERS, DBZ, upsert=True) == encode_change(record, ORDERS, DBZ)
+    assert tombstones(DBZ, True) and not tombstones(DBZ, False)
+    assert not tombstones(LogFormat.JSON, True)
+    assert change_value(ROW_BYTES, RowKind.DELETE, DBZ, upsert=True) is None
+
+
+def test_a_tombstone_reads_back_as_a_delete_of_its_key() -> None:
+    want = ChangeRecord(RowKind.DELETE, {"id": 42}, {"id": 42}, EPOCH)
+    assert decode(b'{"id":42}', None, _headers("-D"), ORDERS) == want
+    assert RecordDecoder(ORDERS)(b'{"id":42}', None, _headers("-D")) == want
+    assert decode(b'{"id":42}', None, _headers("-D")) == want  # without the schema: parsed JSON
+
+
+@pytest.mark.parametrize(
+    ("key", "headers", "message"),
+    [
+        (b'{"id":42}', _headers("+I"), "a \\+I record without a value"),
+        (b'{"id":42}', _headers("-U"), "only a debezium-json -D may be a tombstone"),
+        (b'{"id":42}', _headers("-D", b"1"), "only a debezium-json -D may be a tombstone"),
+        (None, _headers("-D"), "a tombstone .* without a key"),
+    ],
+)
+def test_records_without_a_value_that_are_not_tombstones(
+    key: bytes | None, headers: Any, message: str
+) -> None:
+    for read in (lambda: decode(key, None, headers, ORDERS),
+                 lambda: RecordDecoder(ORDERS)(key, None, headers)):  # fmt: skip
+        with pytest.raises(WireFormatError, match=message) as info:
+            read()
+        assert info.value.reason == "malformed"
 
 
 def test_a_reader_of_format_1_only_is_told_to_upgrade() -> None:
