@@ -7,6 +7,7 @@ handed in by the caller, so this package imports no Kafka client.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,8 @@ from logstore_cli.catalog.schema import columns_from_delta_schema
 from logstore_cli.errors import LogstoreError
 from logstore_cli.kafka.types import TopicInfo
 from logstore_cli.model import ColumnSpec, LogStoreSpec, TableSpec, redact
+
+_log = logging.getLogger(__name__)
 
 
 class TopicReader(Protocol):
@@ -75,7 +78,31 @@ def resolve_log_store(
     from logstore_cli.ddl.properties import resolve_log_store as resolve
 
     options = ParseOptions(default_bootstrap_servers=default_bootstrap)
-    return resolve(dict(props), name, options, primary_key=primary_key)
+    return resolve(_honoured_formats(props, name), name, options, primary_key=primary_key)
+
+
+# The record formats a stored table may name, and the format logstore wrote whatever it named:
+# before the formats were honoured (2026-11) any value was stored and every record was json.
+_FORMAT_KEYS = {"log.format": ("json", "debezium-json"), "log-store.data-format": ("json", "debezium-json"),
+                "log.key.format": ("json",)}  # fmt: skip
+
+
+def _honoured_formats(props: Mapping[str, str], name: str) -> dict[str, str]:
+    """The stored properties with a record format logstore does not know read as ``json``, what an
+    older logstore wrote for it, with a warning: refusing it would leave the table unreadable and
+    unalterable (every command loads the table first)."""
+    fixed = dict(props)
+    for key, valid in _FORMAT_KEYS.items():
+        value = fixed.get(key)
+        if value is not None and value.lower() not in valid:
+            fixed[key] = "json"
+            _log.warning(
+                "table %s stores %r = %r, which an older logstore accepted but did not honour: "
+                "its log holds json records, so it is read as 'json'; to say so, run: "
+                "logstore alter-table %s --set '%s=json'",
+                name, key, value, name, key,
+            )  # fmt: skip
+    return fixed
 
 
 # ------------------------------------------------------------------------------------- describe

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,28 @@ def test_list_shows_what_it_can_read_and_an_error_row_for_the_rest(tmp_path: Pat
 def test_load_table_by_every_name_form(tmp_path: Path, name: str) -> None:
     _write(tmp_path)
     assert load_table(tmp_path, name).spec.table == "orders"
+
+
+def test_a_stored_format_logstore_never_honoured_reads_as_json_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An older logstore stored any 'log.format' and wrote json records whatever it said.
+    path = _write(
+        tmp_path,
+        DDL.replace(
+            "'log.system.partitions'", "'log-store.data-format' = 'json', 'log.system.partitions'"
+        ),
+    )
+    commit = path / "_delta_log" / "00000000000000000000.json"
+    commit.write_text(
+        commit.read_text().replace(
+            '"log-store.data-format":"json"', '"log-store.data-format":"avro"'
+        )
+    )
+    with caplog.at_level(logging.WARNING, logger="logstore_cli"):
+        stored = load_table(tmp_path, "db.orders")
+    assert stored.spec.log_store is not None and stored.spec.log_store.data_format == "json"
+    assert stored.spec.properties["log-store.data-format"] == "avro"  # shown as stored
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "'log-store.data-format' = 'avro'" in warning
+    assert "logstore alter-table db.orders --set 'log-store.data-format=json'" in warning
