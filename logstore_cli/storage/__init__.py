@@ -1,0 +1,34 @@
+"""The storage seam (issue 19): one interface for what logstore itself reads and writes, chosen by
+the warehouse's scheme. ``open_storage`` imports a backend's client only when it is used (boto3 for
+``s3://``), so commands on a local warehouse never load it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from logstore_cli.errors import InvalidInputError
+from logstore_cli.storage.base import Blob, Listing, Storage
+from logstore_cli.storage.uri import StorageURI, parse_storage_uri
+
+if TYPE_CHECKING:
+    from logstore_cli.storage.s3 import S3Settings
+
+__all__ = ["Blob", "Listing", "Storage", "StorageURI", "open_storage", "parse_storage_uri"]
+
+
+def open_storage(location: StorageURI | str, *, s3: S3Settings | None = None) -> Storage:
+    """The ``Storage`` rooted at ``location``; S3 settings from the environment unless given."""
+    uri = parse_storage_uri(location) if isinstance(location, str) else location
+    if uri.scheme == "file":
+        from logstore_cli.storage.local import LocalStorage
+
+        return LocalStorage(Path(uri.local_path).expanduser())
+    if uri.scheme == "s3":
+        from logstore_cli.storage.s3 import S3Settings, S3Storage
+
+        return S3Storage.open(uri.bucket, uri.segments, s3 or S3Settings.from_env())
+    raise InvalidInputError(
+        f"the warehouse {uri} is on HDFS, which is not supported yet",
+        hint="use a local directory or s3://bucket/prefix",
+    )
