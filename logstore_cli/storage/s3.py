@@ -66,15 +66,22 @@ class S3Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> S3Settings:
-        env = os.environ if env is None else env
-        endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None
-        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or ""
+        """The settings of the process's environment (``env`` None: credentials and profile are
+        left to boto3's own chain, with its precedence), or of an explicit mapping (its keys and
+        profile are used, e.g. a test server's)."""
+        source = os.environ if env is None else env
+        endpoint = source.get("AWS_ENDPOINT_URL_S3") or source.get("AWS_ENDPOINT_URL") or None
+        region = source.get("AWS_REGION") or source.get("AWS_DEFAULT_REGION") or ""
+        explicit = env if env is not None else {}
         settings = cls(
             endpoint=endpoint,
             region=region or DEFAULT_REGION,
-            profile=env.get("AWS_PROFILE") or None,
+            profile=explicit.get("AWS_PROFILE") or None,
             path_style=endpoint is not None,
-            allow_http=_truthy(env.get("AWS_ALLOW_HTTP")),
+            allow_http=_truthy(source.get("AWS_ALLOW_HTTP")),
+            access_key_id=explicit.get("AWS_ACCESS_KEY_ID") or None,
+            secret_access_key=explicit.get("AWS_SECRET_ACCESS_KEY") or None,
+            session_token=explicit.get("AWS_SESSION_TOKEN") or None,
         )
         settings.check()
         return settings
