@@ -46,23 +46,29 @@ def take(
     )
 
 
+def _race_for(table: Storage) -> tuple[list[int], dict[int, StorageLease], list[LeaseHeldError]]:
+    """8 jobs (threads) released at once take the lease of ``table``: who won, what each winner
+    holds, and the refusals of the others."""
+    held: dict[int, StorageLease] = {}
+    refused: list[LeaseHeldError] = []
+
+    def attempt(i: int) -> bool:
+        try:
+            held[i] = take(table, time.time, job=f"job{i}", pid=1000 + i)
+        except LeaseHeldError as exc:
+            refused.append(exc)
+            return False
+        return True
+
+    return race(8, attempt), held, refused
+
+
 def check_racers_have_one_winner(warehouse: Storage, trials: int = 5) -> None:
-    """8 jobs (threads) start on one table at once: exactly one holds the lease, every trial;
-    each loser is refused naming a live holder."""
+    """8 jobs start on one table at once: exactly one holds the lease, every trial; each loser is
+    refused naming the winner."""
     for trial in range(trials):
         table = warehouse.child(f"db/race{trial}")
-        held: dict[int, StorageLease] = {}
-        refused: list[LeaseHeldError] = []
-
-        def attempt(i: int, table: Storage = table) -> bool:
-            try:
-                held[i] = take(table, time.time, job=f"job{i}", pid=1000 + i)
-            except LeaseHeldError as exc:
-                refused.append(exc)
-                return False
-            return True
-
-        won = race(8, attempt)
+        won, held, refused = _race_for(table)
         assert len(won) == 1, f"trial {trial}: {won} all took the lease"
         assert len(refused) == 7
         winner = held[won[0]]
