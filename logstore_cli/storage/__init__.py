@@ -14,7 +14,15 @@ from logstore_cli.storage.uri import StorageURI, parse_storage_uri
 if TYPE_CHECKING:
     from logstore_cli.storage.s3 import S3Settings
 
-__all__ = ["Blob", "Listing", "Storage", "StorageURI", "open_storage", "parse_storage_uri"]
+__all__ = [
+    "Blob",
+    "Listing",
+    "Storage",
+    "StorageURI",
+    "delta_rs_location",
+    "open_storage",
+    "parse_storage_uri",
+]
 
 
 def open_storage(location: StorageURI | str, *, s3: S3Settings | None = None) -> Storage:
@@ -32,3 +40,16 @@ def open_storage(location: StorageURI | str, *, s3: S3Settings | None = None) ->
         f"the warehouse {uri} is on HDFS, which is not supported yet",
         hint="use a local directory or s3://bucket/prefix",
     )
+
+
+def delta_rs_location(storage: Storage) -> tuple[str, dict[str, str] | None]:
+    """The URI and ``storage_options`` delta-rs opens ``storage``'s root with (the options may
+    hold keys: give them to delta-rs only, never show or store them)."""
+    from logstore_cli.storage.local import LocalStorage
+    from logstore_cli.storage.s3 import S3Storage
+
+    if isinstance(storage, LocalStorage):
+        return str(storage.root), None
+    if isinstance(storage, S3Storage):
+        return storage.uri, storage.settings.delta_rs_options()
+    raise TypeError(f"no delta-rs location for {storage!r}")

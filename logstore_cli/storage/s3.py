@@ -86,6 +86,26 @@ class S3Settings:
         settings.check()
         return settings
 
+    def delta_rs_options(self) -> dict[str, str]:
+        """delta-rs's ``storage_options`` for the same store (object_store's AWS keys). Holds the
+        keys when these settings carry them: pass it to delta-rs, never show or store it."""
+        options = {"AWS_REGION": self.region}
+        if self.endpoint is not None:
+            options["AWS_ENDPOINT_URL"] = self.endpoint
+            if urlsplit(self.endpoint).scheme == "http":
+                options["AWS_ALLOW_HTTP"] = "true"  # check() allowed it (loopback or opted in)
+        options["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false" if self.path_style else "true"
+        if self.profile is not None:
+            options["AWS_PROFILE"] = self.profile
+        for name, value in (
+            ("AWS_ACCESS_KEY_ID", self.access_key_id),
+            ("AWS_SECRET_ACCESS_KEY", self.secret_access_key),
+            ("AWS_SESSION_TOKEN", self.session_token),
+        ):
+            if value is not None:
+                options[name] = value
+        return options
+
     def check(self) -> None:
         """ConfigError (exit 2) for an endpoint that is no URL, or plain HTTP off loopback."""
         if self.endpoint is None:
@@ -181,17 +201,24 @@ class S3Storage:
     """``Storage`` below ``s3://bucket/prefix``. ``client`` is a boto3 S3 client (shared by
     children; boto3 clients are thread-safe)."""
 
-    def __init__(self, client: Any, bucket: str, segments: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        segments: tuple[str, ...] = (),
+        settings: S3Settings | None = None,
+    ) -> None:
         for segment in segments:
             if segment_problem(segment):
                 raise ValueError(f"bad prefix segment {segment!r}")  # callers pass checked ones
         self._client = client
         self._bucket = bucket
         self._segments = tuple(segments)
+        self.settings = settings or S3Settings()  # what the client was made with (for delta-rs)
 
     @classmethod
     def open(cls, bucket: str, segments: tuple[str, ...], settings: S3Settings) -> S3Storage:
-        return cls(make_client(settings), bucket, segments)
+        return cls(make_client(settings), bucket, segments, settings)
 
     @property
     def bucket(self) -> str:
@@ -214,7 +241,8 @@ class S3Storage:
         return "/".join((*self._segments, *key_segments(key)))
 
     def child(self, key: str) -> Storage:
-        return S3Storage(self._client, self._bucket, (*self._segments, *key_segments(key)))
+        segments = (*self._segments, *key_segments(key))
+        return S3Storage(self._client, self._bucket, segments, self.settings)
 
     def _where(self, key: str) -> str:
         return f"s3://{self._bucket}/{self.key(key)}"
