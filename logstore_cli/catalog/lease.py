@@ -22,9 +22,9 @@ checked to lie inside the warehouse, and a link in it must not move the lease el
 run a job against the table: a local disk, or a network file system with working locks across
 hosts (NFSv4 with locking; not every FUSE or SMB mount). Expiry compares wall-clock times
 (``time.time``) written by different hosts, so their clocks must agree to well within the TTL. On
-object storage (S3, GCS, ABFS) there is no ``flock``: the read-check-write would have to be one
-conditional put (write ``lease.json`` only if its ETag or generation is still the one read, or only
-if it does not exist), which this module does not do.
+object storage (S3) there is no ``flock``: there the read-check-write is one conditional put
+(``catalog.storage_lease.StorageLease``, on the storage seam of issue 19), which shares this
+module's ``LeaseInfo``, errors and keep-alive (``HeldLease``).
 
 **Telling a dead holder from a live one.** On Linux the lease records the holder's process
 identity: the boot id, the pid namespace and the process's start time from ``/proc/<pid>/stat``. A

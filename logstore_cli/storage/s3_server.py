@@ -235,6 +235,10 @@ def main(argv: list[str]) -> int:
     state_dir = default_state_dir()
     try:
         if command == "build":
+            if not os.access(binary_path(), os.X_OK):
+                print(
+                    f"building versitygw {VERSION} with Go (once; a few minutes)", file=sys.stderr
+                )
             print(build())
         elif command == "start":
             info = start(state_dir)

@@ -85,3 +85,23 @@ def test_credentials_in_the_endpoint_are_refused_unshown() -> None:
 def test_the_settings_repr_holds_no_secret() -> None:
     s = S3Settings(access_key_id="AKIAEXAMPLE", secret_access_key="s3cr3t", session_token="tok")
     assert "AKIAEXAMPLE" not in repr(s) and "s3cr3t" not in repr(s) and "tok" not in repr(s)
+
+
+def test_boto3_is_imported_only_when_a_client_is_made() -> None:
+    """The seam, the S3 backend's module and the lease on it load without boto3: only an s3://
+    warehouse's first client pays its import."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import logstore_cli.storage, logstore_cli.storage.s3, logstore_cli.storage.local\n"
+        "import logstore_cli.catalog.storage_lease, logstore_cli.catalog.warehouse\n"
+        "import logstore_cli.provision.delta_log\n"
+        "assert not {'boto3', 'botocore'} & set(sys.modules), 'boto3 loaded'\n"
+        "from logstore_cli.storage.s3 import S3Settings, make_client\n"
+        "make_client(S3Settings(endpoint='http://127.0.0.1:9'))\n"
+        "assert 'boto3' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
