@@ -10,8 +10,9 @@
   file (a new inode while the old one is held open by nobody but possibly reused later, so mtime and
   size are part of it).
 
-Containment: keys are checked segments, and before any write or delete the target's parent is
-resolved (symlinks followed) and must lie inside the resolved root.
+Containment: keys are checked segments, and before any read, write, delete or listing the
+target's directory is resolved (symlinks followed) and must lie inside the resolved root; an object
+that is itself a symlink is never read.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class LocalStorage:
         return self._inside(path)
 
     def read(self, key: str) -> Blob | None:
-        path = self.path(key)
+        path = self._inside(self.path(key))
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
@@ -204,10 +205,14 @@ class LocalStorage:
             raise _io_error("delete", path, exc) from None
 
     def exists(self, key: str) -> bool:
-        return os.path.lexists(self.path(key))
+        return os.path.lexists(self._inside(self.path(key)))
 
     def list(self, key: str = "") -> Listing:
-        directory = self.path(key) if key else self._root
+        directory = self._root
+        if key:
+            directory = self._inside(self.path(key))
+            if directory.is_symlink():  # a link to a directory could list what lies outside
+                self._inside(directory / "x")
         files: list[str] = []
         dirs: list[str] = []
         try:

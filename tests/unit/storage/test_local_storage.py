@@ -86,3 +86,20 @@ def test_open_storage_picks_the_backend(tmp_path: Path) -> None:
     assert isinstance(open_storage(f"file://{tmp_path}"), LocalStorage)
     with pytest.raises(Exception, match="HDFS, which is not supported yet"):
         open_storage("hdfs://nn:8020/wh")
+
+
+def test_reads_and_listings_do_not_follow_a_link_out_of_the_root(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("s")
+    root = tmp_path / "wh"
+    root.mkdir()
+    os.symlink(outside, root / "db")
+    storage = LocalStorage(root)
+    for operation in (
+        lambda: storage.read("db/secret"),
+        lambda: storage.exists("db/secret"),
+        lambda: storage.list("db"),
+    ):
+        with pytest.raises(WarehouseError, match="not inside"):
+            operation()
