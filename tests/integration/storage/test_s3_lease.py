@@ -1,10 +1,16 @@
 """``StorageLease`` against the real S3 server: taken with ``If-None-Match: *``, taken over, renewed
-and released with ``If-Match``; of 8 racing jobs exactly one wins, every trial."""
+and released with ``If-Match``; of 8 racing jobs (threads) or 4 (processes) exactly one wins, every
+trial."""
 
 from __future__ import annotations
 
+import multiprocessing
+from typing import Any
+
 import pytest
 
+from logstore_cli.catalog.lease import LeaseHeldError
+from logstore_cli.catalog.storage_lease import StorageLease, read_stored_lease
 from logstore_cli.storage import open_storage
 from logstore_cli.storage.s3 import S3Storage
 from tests import lease_contract as contract
@@ -62,3 +68,37 @@ def test_the_lease_object_is_under_the_table(table: S3Storage, s3_bucket: str) -
     contract.take(table, contract.FakeClock())
     keys = [o["Key"] for o in table._client.list_objects_v2(Bucket=s3_bucket)["Contents"]]
     assert keys == ["wh/db/t/_logstore/lease.json"]
+
+
+def _acquire_in_process(uri: str, job: str, start: Any, done: Any, results: Any) -> None:
+    start.wait()
+    try:
+        StorageLease.acquire(open_storage(uri), job, contract.TTL)  # the AWS_* of the parent
+        results.put("won")
+    except LeaseHeldError:
+        results.put("held")
+    except BaseException as exc:  # reported, not hidden in the child
+        results.put(f"error {exc!r}")
+    done.wait()  # stay alive until all tried: a dead winner may be taken over on this host
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_racing_processes_have_one_winner(s3_bucket: str, trial: int) -> None:
+    """Jobs are processes (each its own client and connections), not threads of one."""
+    n = 4
+    uri = f"s3://{s3_bucket}/wh/db/t{trial}"
+    mp = multiprocessing.get_context("spawn")
+    start, done, results = mp.Barrier(n), mp.Barrier(n), mp.Queue()
+    procs = [
+        mp.Process(target=_acquire_in_process, args=(uri, f"job{i}", start, done, results))
+        for i in range(n)
+    ]
+    for p in procs:
+        p.start()
+    outcomes = sorted(results.get(timeout=120) for _ in range(n))
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert outcomes == ["held"] * (n - 1) + ["won"]
+    holder = read_stored_lease(open_storage(uri))
+    assert holder is not None and holder.pid in {p.pid for p in procs}
