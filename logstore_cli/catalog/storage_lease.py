@@ -36,6 +36,7 @@ from logstore_cli.catalog.lease import (
     LEASE_FILE,
     Clock,
     HeldLease,
+    Lease,
     LeaseHeldError,
     LeaseInfo,
     LeaseLostError,
@@ -44,6 +45,7 @@ from logstore_cli.catalog.lease import (
     check_lease_args,
     local_holder_dead,
     process_identity,
+    read_lease,
 )
 from logstore_cli.errors import LogstoreError, WarehouseError
 from logstore_cli.ingest.plan import STATE_DIR
@@ -218,3 +220,29 @@ class StorageLease(HeldLease):
 
     def __enter__(self) -> StorageLease:
         return self
+
+
+def acquire_lease(
+    table_storage: Storage,
+    job: str,
+    ttl_s: float,
+    *,
+    table: str | None = None,
+    clock: Clock = time.time,
+) -> HeldLease:
+    """The lease of the table at ``table_storage`` by its backend's algorithm: ``flock`` on a
+    local directory (``Lease``, unchanged), conditional writes elsewhere (``StorageLease``)."""
+    from logstore_cli.storage.local import LocalStorage
+
+    if isinstance(table_storage, LocalStorage):
+        return Lease.acquire(table_storage.root, job, ttl_s, table=table, clock=clock)
+    return StorageLease.acquire(table_storage, job, ttl_s, table=table, clock=clock)
+
+
+def read_lease_on(table_storage: Storage) -> LeaseInfo | None:
+    """The table's live or expired lease, as ``acquire_lease``'s algorithm stores it."""
+    from logstore_cli.storage.local import LocalStorage
+
+    if isinstance(table_storage, LocalStorage):
+        return read_lease(table_storage.root)
+    return read_stored_lease(table_storage)

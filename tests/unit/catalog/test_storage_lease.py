@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from logstore_cli.catalog.lease import LeaseHeldError, read_lease
+from logstore_cli.catalog.lease import Lease, LeaseHeldError, read_lease
+from logstore_cli.catalog.storage_lease import StorageLease, acquire_lease, read_lease_on
 from logstore_cli.storage.local import LocalStorage
 from tests import lease_contract as contract
 
@@ -75,3 +76,35 @@ def test_a_lost_answer_to_our_own_write_is_not_a_lost_lease(table: LocalStorage)
     lease.check()
     with pytest.raises(LeaseHeldError):
         contract.take(table, clock, job="other", host="h2")
+
+
+def test_a_local_table_keeps_the_flock_lease(table: LocalStorage) -> None:
+    table.root.mkdir(parents=True)  # a created table's directory
+    lease = acquire_lease(table, "job", 30.0, table="db.t")
+    assert isinstance(lease, Lease) and lease.table_dir == table.root
+    assert (table.root / "_logstore" / "lease.lock").exists()  # the flock's file: today's lease
+    stored = read_lease_on(table)
+    assert stored is not None and stored.token == lease.info.token
+    lease.release()
+    assert read_lease_on(table) is None
+
+
+def test_another_storage_gets_the_conditional_lease() -> None:
+    from logstore_cli.storage.s3 import S3Storage
+
+    class Client:
+        """An empty bucket that accepts the one conditional create."""
+
+        def get_object(self, **kw: object) -> None:
+            raise _NoSuchKey()
+
+        def put_object(self, **kw: object) -> dict[str, str]:
+            assert kw["IfNoneMatch"] == "*"
+            return {"ETag": '"v1"'}
+
+    lease = acquire_lease(S3Storage(Client(), "bucket", ("wh", "db", "t")), "job", 30.0)
+    assert isinstance(lease, StorageLease)
+
+
+class _NoSuchKey(Exception):
+    response = {"Error": {"Code": "NoSuchKey"}}  # noqa: RUF012 - botocore's ClientError shape
