@@ -5,11 +5,14 @@ trial."""
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
+import time
 from typing import Any
 
 import pytest
 
-from logstore_cli.catalog.lease import LeaseHeldError
+from logstore_cli.catalog.lease import LeaseHeldError, LeaseLostError
 from logstore_cli.catalog.storage_lease import StorageLease, read_stored_lease
 from logstore_cli.storage import open_storage
 from logstore_cli.storage.s3 import S3Storage
@@ -102,3 +105,70 @@ def test_racing_processes_have_one_winner(s3_bucket: str, trial: int) -> None:
     assert outcomes == ["held"] * (n - 1) + ["won"]
     holder = read_stored_lease(open_storage(uri))
     assert holder is not None and holder.pid in {p.pid for p in procs}
+
+
+def _hold_and_check(uri: str, ttl_s: float, events: Any) -> None:
+    """Hold the lease with a keep-alive; check it in a loop until the check fails, and say how."""
+    try:
+        lease = StorageLease.acquire(open_storage(uri), "paused", ttl_s)
+        lease.keep_alive(ttl_s / 5)
+        events.put(("held", lease.info.token))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                lease.check()
+            except LeaseLostError as exc:
+                try:
+                    lease.renew()
+                    events.put(("renewed after loss", ""))
+                except LeaseLostError:
+                    events.put(("lost", exc.message))
+                lease.release()
+                return
+            time.sleep(0.02)  # the job's own pace between two commits
+        events.put(("never lost", ""))
+    except BaseException as exc:
+        events.put(("error", repr(exc)))
+
+
+def test_a_holder_paused_past_its_ttl_has_lost_the_lease(s3_bucket: str) -> None:
+    """Writer A is stopped (SIGSTOP) past its TTL, B takes the lease over, A is continued: A's next
+    check fails, its renewal is refused (another version is stored), and B's lease is untouched."""
+    ttl_s = 2.0
+    uri = f"s3://{s3_bucket}/wh/db/paused"
+    mp = multiprocessing.get_context("spawn")
+    events = mp.Queue()
+    a = mp.Process(target=_hold_and_check, args=(uri, ttl_s, events))
+    a.start()
+    try:
+        kind, a_token = events.get(timeout=60)
+        assert kind == "held", a_token
+        os.kill(a.pid, signal.SIGSTOP)
+        table = open_storage(uri)
+        deadline = time.monotonic() + 60
+        while True:  # A's last renewal runs out while it is stopped
+            stored = read_stored_lease(table)
+            assert stored is not None and stored.token == a_token
+            if stored.expired(time.time()):
+                break
+            assert time.monotonic() < deadline, "A's lease never expired"
+            time.sleep(0.05)
+        b = StorageLease.acquire(table, "successor", 60.0, host="another-host")
+        assert b.took_over is not None and b.took_over.token == a_token
+        os.kill(a.pid, signal.SIGCONT)
+        kind, message = events.get(timeout=60)
+        assert kind == "lost", message
+        # "took over", or "expired": a check stopped after its read ends on what it had read
+        assert "'successor'" in message or "expired" in message, message
+        a.join(timeout=60)
+        assert a.exitcode == 0
+        stored = read_stored_lease(table)
+        assert stored is not None and stored.token == b.info.token  # A wrote nothing over it
+        b.renew()
+        b.check()
+        b.release()
+    finally:
+        if a.is_alive():
+            os.kill(a.pid, signal.SIGCONT)
+            a.kill()
+            a.join(timeout=30)
