@@ -40,3 +40,11 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
 fi
 
 .venv/bin/logstore setup
+
+# The S3 server of the s3 tests (versitygw, built with Go once into ~/.cache/logstore/bin; a few
+# CPU-minutes the first time, nothing afterwards). Without Go the s3 tests fail saying so.
+if command -v go >/dev/null 2>&1; then
+  .venv/bin/python -m logstore_cli.storage.s3_server build >/dev/null
+else
+  echo "setup: note: no Go found; the S3 tests (pytest -m s3) need it to build their server" >&2
+fi

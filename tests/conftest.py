@@ -21,6 +21,7 @@ pytest_plugins = [
     "tests.plugins.kafka_cluster",  # kafka_cluster (session, lazy): three KRaft nodes, for faults
     "tests.plugins.spark_session",  # spark (session): local Spark with Delta
     "tests.plugins.spark_cluster",  # spark_standalone (session): a master and 2 workers
+    "tests.plugins.s3_server",  # s3_server (session, lazy): versitygw; s3_bucket: one per test
 ]
 
 TESTS = Path(__file__).parent

@@ -10,8 +10,9 @@ from typing import Any
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.logformat.wire import EpochId, commit_metadata
-from logstore_cli.provision.delta_log import DeltaLogStore
+from logstore_cli.provision.delta_log import DeltaLogStore, create_on
 from logstore_cli.provision.delta_spark import SparkDeltaStore
+from logstore_cli.storage import Storage
 
 
 def delta_store(warehouse: Path) -> DeltaLogStore:
@@ -40,3 +41,11 @@ def write_epoch_commit(table: Path, version: int, epoch: EpochId | None) -> None
     (table / "_delta_log" / f"{version:020d}.json").write_text(
         json.dumps({"commitInfo": info}) + "\n"
     )
+
+
+def write_table_on(warehouse: Storage, ddl: str) -> Storage:
+    """``write_table`` on any ``Storage`` (the seam's ``create_on``); the table's storage."""
+    spec = parse_ddl(ddl, "t.sql", ParseOptions())[0]
+    table = wh.table_storage(warehouse, wh.spec_table_name(spec))
+    create_on(table, spec, wh.stored_properties(spec)[0])
+    return table

@@ -22,9 +22,9 @@ checked to lie inside the warehouse, and a link in it must not move the lease el
 run a job against the table: a local disk, or a network file system with working locks across
 hosts (NFSv4 with locking; not every FUSE or SMB mount). Expiry compares wall-clock times
 (``time.time``) written by different hosts, so their clocks must agree to well within the TTL. On
-object storage (S3, GCS, ABFS) there is no ``flock``: the read-check-write would have to be one
-conditional put (write ``lease.json`` only if its ETag or generation is still the one read, or only
-if it does not exist), which this module does not do.
+object storage (S3) there is no ``flock``: there the read-check-write is one conditional put
+(``catalog.storage_lease.StorageLease``, on the storage seam of issue 19), which shares this
+module's ``LeaseInfo``, errors and keep-alive (``HeldLease``).
 
 **Telling a dead holder from a live one.** On Linux the lease records the holder's process
 identity: the boot id, the pid namespace and the process's start time from ``/proc/<pid>/stat``. A
@@ -422,19 +422,24 @@ def _takeable(current: LeaseInfo, host: str, holder_dead: Callable[[LeaseInfo], 
 # -- the lease ---------------------------------------------------------------------------------
 
 
-class Lease:
-    """A held lease. Take it with ``acquire``; ``release`` it (or use it as a context manager)."""
+def check_lease_args(ttl_s: float, job: str) -> None:
+    """InvalidInputError for a TTL that is no positive finite number, or an empty job name."""
+    if isinstance(ttl_s, bool) or not (isinstance(ttl_s, int | float) and 0 < ttl_s < math.inf):
+        raise InvalidInputError(
+            f"the lease TTL must be a positive number of seconds, not {ttl_s!r}"
+        )
+    if not job:
+        raise InvalidInputError("the job name of a lease is empty")
+
+
+class HeldLease:
+    """What every held lease shares, whatever it is stored on: its holder's info, the check of a
+    stored lease against it, the keep-alive thread, and use as a context manager. Subclasses read
+    and write the stored lease (``renew``, ``check``, ``release``)."""
 
     def __init__(
-        self,
-        table_dir: Path,
-        table: str,
-        info: LeaseInfo,
-        ttl_s: float,
-        clock: Clock,
-        took_over: LeaseInfo | None,
+        self, table: str, info: LeaseInfo, ttl_s: float, clock: Clock, took_over: LeaseInfo | None
     ) -> None:
-        self.table_dir = table_dir
         self.table = table
         self._info = info
         self.ttl_s = ttl_s
@@ -456,6 +461,97 @@ class Lease:
         """Whether the ``keep_alive`` thread runs (it ends on release, or when the lease is lost)."""
         return self._thread is not None and self._thread.is_alive()
 
+    def renew(self) -> None:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def _raise_if_done(self) -> None:
+        """LeaseLostError when a renewal found the lease lost, or it was released."""
+        if self._lost is not None:
+            raise self._lost
+        if self._released:
+            raise LeaseLostError(f"the lease of table {self.table} was released")
+
+    def _check_stored(self, current: LeaseInfo | None, min_remaining_s: float) -> None:
+        """``check``'s verdict on the lease as stored now (``current``, None when there is none)."""
+        if current is None or current.token != self._info.token:
+            raise _held_elsewhere(self.table, self._info, current)
+        self._info = current  # renewals of the keep-alive thread
+        now = self._clock()
+        if current.expires_at - now <= min_remaining_s:
+            late = "expired" if current.expired(now) else "is about to expire"
+            problem = self._renew_problem
+            raise LeaseLostError(
+                f"the lease of table {self.table} {late} (at {local_time(current.expires_at)}) "
+                "without being renewed" + (f": {problem.message}" if problem else ""),
+                hint="another job may take it at any moment, so this job stops without "
+                "committing; renew more often than the TTL, or raise the TTL",
+            )
+
+    def _stop_renewing(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def keep_alive(self, interval_s: float) -> None:
+        """Renew every ``interval_s`` seconds in a daemon thread until ``release``.
+
+        A lease found lost ends the renewals and is raised by the next ``check``; any other failure
+        (an I/O error) is retried at the next interval, and ``check`` reports it once the lease
+        runs out without a renewal.
+        """
+        if not 0 < interval_s < self.ttl_s:
+            raise InvalidInputError(
+                f"the lease renewal interval must be above 0 and below the TTL ({self.ttl_s:g} s), "
+                f"not {interval_s!r}"
+            )
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(
+            target=self._renew_every, args=(interval_s,), name="logstore-lease", daemon=True
+        )
+        self._thread.start()
+
+    def _renew_every(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            try:
+                self.renew()
+                self._renew_problem = None
+            except LeaseLostError as exc:
+                if not self._stop.is_set():
+                    self._lost = exc
+                return
+            except LogstoreError as exc:
+                self._renew_problem = exc
+            except Exception as exc:  # a renewal thread must never die silently
+                self._renew_problem = LogstoreError(f"renewing the lease failed: {exc!r}")
+
+    def __enter__(self) -> HeldLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class Lease(HeldLease):
+    """A held lease on a local (POSIX) table directory, made one step by ``flock``. Take it with
+    ``acquire``; ``release`` it (or use it as a context manager)."""
+
+    def __init__(
+        self,
+        table_dir: Path,
+        table: str,
+        info: LeaseInfo,
+        ttl_s: float,
+        clock: Clock,
+        took_over: LeaseInfo | None,
+    ) -> None:
+        super().__init__(table, info, ttl_s, clock, took_over)
+        self.table_dir = table_dir
+
     @classmethod
     def acquire(
         cls,
@@ -472,12 +568,7 @@ class Lease:
         """Take the lease of the table at ``table_dir`` for ``ttl_s`` seconds, or raise
         LeaseHeldError naming the live holder. ``table`` names the table in messages (default: its
         directory); ``holder_dead`` judges a holder on this host (tests pass a fake)."""
-        if isinstance(ttl_s, bool) or not (isinstance(ttl_s, int | float) and 0 < ttl_s < math.inf):
-            raise InvalidInputError(
-                f"the lease TTL must be a positive number of seconds, not {ttl_s!r}"
-            )
-        if not job:
-            raise InvalidInputError("the job name of a lease is empty")
+        check_lease_args(ttl_s, job)
         host = socket.gethostname() if host is None else host
         pid = os.getpid() if pid is None else pid
         name = table or str(table_dir)
@@ -528,64 +619,12 @@ class Lease:
         The job calls it right before each Delta commit; the stored file is read, so a takeover is
         seen even when this process's view of the lease has not changed.
         """
-        if self._lost is not None:
-            raise self._lost
-        if self._released:
-            raise LeaseLostError(f"the lease of table {self.table} was released")
-        current = read_lease(self.table_dir)
-        if current is None or current.token != self._info.token:
-            raise _held_elsewhere(self.table, self._info, current)
-        self._info = current  # renewals of the keep-alive thread
-        now = self._clock()
-        if current.expires_at - now <= min_remaining_s:
-            late = "expired" if current.expired(now) else "is about to expire"
-            problem = self._renew_problem
-            raise LeaseLostError(
-                f"the lease of table {self.table} {late} (at {local_time(current.expires_at)}) "
-                "without being renewed" + (f": {problem.message}" if problem else ""),
-                hint="another job may take it at any moment, so this job stops without "
-                "committing; renew more often than the TTL, or raise the TTL",
-            )
-
-    def keep_alive(self, interval_s: float) -> None:
-        """Renew every ``interval_s`` seconds in a daemon thread until ``release``.
-
-        A lease found lost ends the renewals and is raised by the next ``check``; any other failure
-        (an I/O error) is retried at the next interval, and ``check`` reports it once the lease
-        runs out without a renewal.
-        """
-        if not 0 < interval_s < self.ttl_s:
-            raise InvalidInputError(
-                f"the lease renewal interval must be above 0 and below the TTL ({self.ttl_s:g} s), "
-                f"not {interval_s!r}"
-            )
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(
-            target=self._renew_every, args=(interval_s,), name="logstore-lease", daemon=True
-        )
-        self._thread.start()
-
-    def _renew_every(self, interval_s: float) -> None:
-        while not self._stop.wait(interval_s):
-            try:
-                self.renew()
-                self._renew_problem = None
-            except LeaseLostError as exc:
-                if not self._stop.is_set():
-                    self._lost = exc
-                return
-            except LogstoreError as exc:
-                self._renew_problem = exc
-            except Exception as exc:  # a renewal thread must never die silently
-                self._renew_problem = LogstoreError(f"renewing the lease failed: {exc!r}")
+        self._raise_if_done()
+        self._check_stored(read_lease(self.table_dir), min_remaining_s)
 
     def release(self) -> None:
         """Stop renewing and remove the lease if it is still ours. Idempotent."""
-        self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        self._stop_renewing()
         with self._mutex:
             if self._released:
                 return
@@ -604,6 +643,3 @@ class Lease:
 
     def __enter__(self) -> Lease:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logstore_cli.errors import LogstoreError, TableNotFoundError, WarehouseError
 from logstore_cli.model import TableSpec, is_secret
@@ -24,6 +24,9 @@ from logstore_cli.names import (
     parse_table_name,
     table_name_from_parts,
 )
+
+if TYPE_CHECKING:  # annotations only: a local warehouse's commands never load the seam
+    from logstore_cli.storage import Storage
 
 FORMAT_VERSION = "1"
 
@@ -217,12 +220,20 @@ def find_table(warehouse: Path, name: str, *, uncommitted: bool = False) -> Tabl
     if is_uncommitted_leftover(path):
         if uncommitted:
             return TableRef(parsed.database, parsed.table, path, committed=False)
-        raise TableNotFoundError(
-            f"table '{parsed}' has no committed Delta version at {path} (an interrupted "
-            "create-table leaves this behind)",
-            hint=f"remove it with 'logstore drop-table {parsed} --yes', then create it again",
-        )
+        raise _uncommitted_error(parsed, str(path))
     existing = [r.name for r in list_tables(warehouse) if r.committed]
+    raise _not_found(parsed, existing, str(warehouse))
+
+
+def _uncommitted_error(parsed: TableName, where: str) -> TableNotFoundError:
+    return TableNotFoundError(
+        f"table '{parsed}' has no committed Delta version at {where} (an interrupted "
+        "create-table leaves this behind)",
+        hint=f"remove it with 'logstore drop-table {parsed} --yes', then create it again",
+    )
+
+
+def _not_found(parsed: TableName, existing: list[str], warehouse: str) -> TableNotFoundError:
     near = difflib.get_close_matches(parsed.qualified, existing, n=3, cutoff=0.5)
     if near:
         hint = "did you mean " + ", ".join(f"'{n}'" for n in near) + "?"
@@ -230,7 +241,77 @@ def find_table(warehouse: Path, name: str, *, uncommitted: bool = False) -> Tabl
         hint = f"existing tables: {', '.join(existing[:10])}" + (" …" if len(existing) > 10 else "")
     else:
         hint = "the warehouse has no tables yet; create one with 'logstore create-table'"
-    raise TableNotFoundError(f"table '{parsed}' not found in warehouse {warehouse}", hint=hint)
+    return TableNotFoundError(f"table '{parsed}' not found in warehouse {warehouse}", hint=hint)
+
+
+# -- the same on the storage seam (issue 19, stage 1: S3; local commands still use the above) --
+
+
+@dataclass(frozen=True)
+class StoredTable:
+    """A table of a warehouse on any ``Storage``: ``storage`` is rooted at the table."""
+
+    database: str
+    table: str
+    storage: Storage
+    committed: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"{self.database}.{self.table}"
+
+
+def table_storage(warehouse: Storage, name: TableName) -> Storage:
+    """Where table ``name`` lives: ``<warehouse>/<database>/<table>``, built from checked names."""
+    checked = table_name_from_parts([name.database, name.table])
+    return warehouse.child(checked.database).child(checked.table)
+
+
+def has_committed_version_on(table: Storage) -> bool:
+    """Whether the table stored at ``table`` has at least one committed Delta version."""
+    return any(_COMMITTED.fullmatch(name) for name in table.list("_delta_log").files)
+
+
+def is_uncommitted_leftover_on(table: Storage) -> bool:
+    """Something under the table's ``_delta_log`` but no committed version (see the local one)."""
+    listing = table.list("_delta_log")
+    if not listing.files and not listing.dirs:
+        return False
+    return not any(_COMMITTED.fullmatch(name) for name in listing.files)
+
+
+def list_tables_on(warehouse: Storage) -> list[StoredTable]:
+    """Every table two levels below the warehouse (listed by prefix and delimiter on S3), sorted
+    by name, uncommitted leftovers with ``committed=False``; names that are no valid database or
+    table names are not logstore's and are passed over."""
+    refs = []
+    for db in warehouse.list().dirs:
+        if identifier_problem(db, "database"):
+            continue
+        for name in warehouse.list(db).dirs:
+            if identifier_problem(name, "table"):
+                continue
+            table = warehouse.child(db).child(name)
+            if has_committed_version_on(table):
+                refs.append(StoredTable(db, name, table))
+            elif is_uncommitted_leftover_on(table):
+                refs.append(StoredTable(db, name, table, committed=False))
+    return refs
+
+
+def find_table_on(warehouse: Storage, name: str, *, uncommitted: bool = False) -> StoredTable:
+    """The table called ``name``, or TableNotFoundError naming the nearest existing ones (as
+    ``find_table``)."""
+    parsed = parse_table_name(name)
+    table = table_storage(warehouse, parsed)
+    if has_committed_version_on(table):
+        return StoredTable(parsed.database, parsed.table, table)
+    if is_uncommitted_leftover_on(table):
+        if uncommitted:
+            return StoredTable(parsed.database, parsed.table, table, committed=False)
+        raise _uncommitted_error(parsed, table.uri)
+    existing = [r.name for r in list_tables_on(warehouse) if r.committed]
+    raise _not_found(parsed, existing, warehouse.uri)
 
 
 def stored_properties(spec: TableSpec) -> tuple[dict[str, str], list[str]]:

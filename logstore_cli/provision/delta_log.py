@@ -28,6 +28,7 @@ from logstore_cli.ddl.delta_properties import Protocol, spark_only, spark_only_c
 from logstore_cli.errors import LogstoreError
 from logstore_cli.model import ColumnSpec, TableSpec
 from logstore_cli.provision.delta_spark import SparkDeltaStore
+from logstore_cli.storage import Storage, delta_rs_location
 
 log = logging.getLogger(__name__)
 
@@ -156,21 +157,40 @@ class DeltaLogStore:
         return Protocol(found.min_writer_version, tuple(found.writer_features or ())), configuration
 
 
+Put = Callable[[int, str], bool]  # write commit <version> with <text> if absent; False if it exists
+
+
 def commit_properties(path: Path, set_: Mapping[str, str], unset: Sequence[str]) -> int:
     """The property change as one commit on the newest version; its version. Another writer's
     commit of that version first: read the table again and go on from there."""
+    return _commit_properties(str(path), None, lambda v, t: put_if_absent(path, v, t), set_, unset)
+
+
+def commit_properties_on(table: Storage, set_: Mapping[str, str], unset: Sequence[str]) -> int:
+    """``commit_properties`` for a table on any ``Storage`` (S3: a conditional put)."""
+    uri, options = delta_rs_location(table)
+    return _commit_properties(uri, options, lambda v, t: put_commit(table, v, t), set_, unset)
+
+
+def _commit_properties(
+    uri: str,
+    options: dict[str, str] | None,
+    put: Put,
+    set_: Mapping[str, str],
+    unset: Sequence[str],
+) -> int:
     from deltalake import DeltaTable
 
     for _ in range(_COMMIT_ATTEMPTS):
-        dt = DeltaTable(str(path))
+        dt = DeltaTable(uri, storage_options=options)
         current = _current_metadata(dt)
         actions = delta_actions.change_properties(
             current, set_, unset, txn_id=str(uuid.uuid4()), now_ms=_now_ms(), engine=ENGINE
         )
-        if put_if_absent(path, dt.version() + 1, delta_actions.commit_text(actions)):
+        if put(dt.version() + 1, delta_actions.commit_text(actions)):
             return dt.version() + 1
     raise LogstoreError(
-        f"could not commit the property change to {path}: other writers took the next "
+        f"could not commit the property change to {uri}: other writers took the next "
         f"{_COMMIT_ATTEMPTS} versions first",
         hint="run alter-table again when the table is quieter",
     )
@@ -180,21 +200,64 @@ def commit_columns(path: Path, columns: Sequence[ColumnSpec]) -> int:
     """The added ``columns`` as one metaData commit on the newest version; its version. Another
     writer's commit of that version first: read the table again and go on from there (an epoch
     commit does not touch the schema, so the added columns still apply)."""
+    return _commit_columns(str(path), None, lambda v, t: put_if_absent(path, v, t), columns)
+
+
+def commit_columns_on(table: Storage, columns: Sequence[ColumnSpec]) -> int:
+    """``commit_columns`` for a table on any ``Storage`` (S3: a conditional put)."""
+    uri, options = delta_rs_location(table)
+    return _commit_columns(uri, options, lambda v, t: put_commit(table, v, t), columns)
+
+
+def _commit_columns(
+    uri: str, options: dict[str, str] | None, put: Put, columns: Sequence[ColumnSpec]
+) -> int:
     from deltalake import DeltaTable
 
     for _ in range(_COMMIT_ATTEMPTS):
-        dt = DeltaTable(str(path))
+        dt = DeltaTable(uri, storage_options=options)
         actions = delta_actions.add_columns(
             _current_metadata(dt), columns, txn_id=str(uuid.uuid4()), now_ms=_now_ms(),
             engine=ENGINE,
         )  # fmt: skip
-        if put_if_absent(path, dt.version() + 1, delta_actions.commit_text(actions)):
+        if put(dt.version() + 1, delta_actions.commit_text(actions)):
             return dt.version() + 1
     raise LogstoreError(
-        f"could not commit the new columns to {path}: other writers took the next "
+        f"could not commit the new columns to {uri}: other writers took the next "
         f"{_COMMIT_ATTEMPTS} versions first",
         hint="run alter-table again when the table is quieter",
     )
+
+
+def put_commit(table: Storage, version: int, text: str) -> bool:
+    """Write commit ``version`` of the table stored at ``table``; False when that version exists.
+    One conditional write, as Delta's protocol asks of a commit: ``If-None-Match: *`` on S3 (the
+    server refuses a second writer atomically), temp file + hard link on a local disk."""
+    key = f"_delta_log/{version:020d}.json"
+    return table.put_if_absent(key, text.encode("utf-8")) is not None
+
+
+def create_on(table: Storage, spec: TableSpec, properties: Mapping[str, str]) -> None:
+    """Version 0 of ``spec``'s table at ``table`` (any ``Storage``), as logstore's own commit.
+
+    Stage 1 of issue 19: no Spark path here yet (its S3 settings and jars come in stage 2), so a
+    table whose properties need Spark is refused; a version 0 already there is never overwritten.
+    """
+    needs_spark = spark_only(properties)
+    if needs_spark:
+        raise LogstoreError(
+            f"creating {spec.name} at {table.uri} needs Spark for: {', '.join(needs_spark)}",
+            hint="Spark does not write to this storage yet; leave those properties out",
+        )
+    actions = delta_actions.create_table(
+        spec, properties, table_id=str(uuid.uuid4()), txn_id=str(uuid.uuid4()),
+        now_ms=_now_ms(), engine=ENGINE,
+    )  # fmt: skip
+    if not put_commit(table, 0, delta_actions.commit_text(actions)):
+        raise LogstoreError(
+            f"creating the Delta table at {table.uri} failed: a Delta table already exists there",
+            hint="drop the table first, or choose another name",
+        )
 
 
 def _current_metadata(dt: Any) -> dict[str, Any]:

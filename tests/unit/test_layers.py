@@ -21,12 +21,13 @@ ALLOWED: dict[str, set[str]] = {
     "logformat": {"errors"},
     "ingest": {"errors", "model", "names", "logformat"},
     "jvm": {"errors", "paths"},
+    "storage": {"errors", "paths", "processes"},
     "kafka": {"errors", "model", "paths", "jvm", "processes"},
-    "catalog": {"errors", "model", "names", "ddl", "kafka", "logformat", "ingest"},
-    "provision": {"errors", "model", "names", "ddl", "kafka", "catalog", "config"},
-    "read": {"errors", "model", "names", "logformat", "kafka", "catalog", "ingest"},
+    "catalog": {"errors", "model", "names", "ddl", "kafka", "logformat", "ingest", "storage"},
+    "provision": {"errors", "model", "names", "ddl", "kafka", "catalog", "config", "storage"},
+    "read": {"errors", "model", "names", "logformat", "kafka", "catalog", "ingest", "storage"},
     "jobs": {"errors", "model", "names", "ddl", "kafka", "catalog", "config", "paths", "jvm",
-             "logformat", "provision", "ingest", "read", "interrupt", "processes"},
+             "logformat", "provision", "ingest", "read", "interrupt", "processes", "storage"},
 }  # fmt: skip
 TOP = {"__init__", "__main__", "cli", *ALLOWED}
 

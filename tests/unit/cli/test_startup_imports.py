@@ -62,9 +62,10 @@ READ = frozenset(
     | {"logformat.consistency", "logformat.partitioner"}
 )
 VACUUM = frozenset({"cli.vacuum", "catalog.vacuum", "catalog.epochs"}) | (HISTORY - {"cli.history"})
-# Libraries no command here may load: the JVM side, the Kafka client, and pydantic (Typer's
-# coercion of values that are already text; see cli/lazy.py).
-NEVER = frozenset({"pyspark", "py4j", "delta", "confluent_kafka", "pydantic"})
+# Libraries no command here may load: the JVM side, the Kafka client, pydantic (Typer's
+# coercion of values that are already text; see cli/lazy.py), and the S3 client (only for an
+# s3:// warehouse, which none of these uses).
+NEVER = frozenset({"pyspark", "py4j", "delta", "confluent_kafka", "pydantic", "boto3", "botocore"})
 # Libraries some commands below need and the others must not load.
 HEAVY_ELSEWHERE = frozenset({"sqlglot", "deltalake", "pyarrow"})
 
