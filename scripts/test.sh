@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-./scripts/setup.sh
+LOGSTORE_S3_BUILD=background ./scripts/setup.sh
 # PyFlink in a venv of its own for the Flink consumer tests (-m flink); they then must run, not skip.
 # LOGSTORE_SKIP_FLINK=1 leaves it out (the Flink tests are then skipped, saying so).
 if [ "${LOGSTORE_SKIP_FLINK:-0}" != "1" ]; then
