@@ -1,4 +1,4 @@
-"""Stage 2: tokens. The only module of logstore that imports sqlglot.
+"""Stage 2: tokens. The only module of logstore that imports sqlglot (its tokenizer only).
 
 sqlglot's Spark tokenizer does the lexing (quote styles, backslash escapes, backtick identifiers,
 ``--`` and ``/* */`` comments, numbers) and keeps offsets. Its *parser* is not used: it does not
@@ -11,18 +11,52 @@ Tokens are converted at once into our own ``Token`` so that no sqlglot type leak
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
+import types
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
-from typing import NamedTuple
-
-from sqlglot.errors import TokenError
-from sqlglot.tokenizer_core import Token as SqlglotToken
-from sqlglot.tokenizer_core import TokenType
-from sqlglot.tokens import Tokenizer
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from logstore_cli.ddl.source import Issue, Span
+
+if TYPE_CHECKING:
+    from sqlglot.tokenizer_core import Token as SqlglotToken
+
+
+def _import_tokenizer_only() -> None:
+    """Import sqlglot's tokenizer modules without running ``sqlglot/__init__.py``.
+
+    The package's ``__init__`` imports every expression, the parser, the generator and the
+    dialects' registry (some 70 ms, more than Typer and Rich together) before any submodule can
+    load; the tokenizer needs none of them (``tokens``, ``tokenizer_core``, ``errors``, ``helper``,
+    ``trie``). A bare package object stands in for ``sqlglot`` while they load and is removed
+    after, so a later ``import sqlglot`` runs the real ``__init__`` (which finds these modules
+    already loaded: the same classes).
+    """
+    if "sqlglot" in sys.modules:  # the whole package is loaded already (its __init__ has run)
+        return
+    spec = importlib.util.find_spec("sqlglot")
+    if spec is None or spec.submodule_search_locations is None:  # pragma: no cover - a dependency
+        raise ModuleNotFoundError("sqlglot is not installed", name="sqlglot")
+    stand_in = types.ModuleType("sqlglot")
+    stand_in.__path__ = list(spec.submodule_search_locations)
+    stand_in.__spec__ = spec
+    sys.modules["sqlglot"] = stand_in
+    try:
+        import sqlglot.tokens  # noqa: F401
+    finally:
+        if sys.modules.get("sqlglot") is stand_in:
+            del sys.modules["sqlglot"]
+
+
+_import_tokenizer_only()
+
+from sqlglot.errors import TokenError  # noqa: E402 - after the stand-in package above
+from sqlglot.tokenizer_core import TokenType  # noqa: E402
+from sqlglot.tokens import Tokenizer  # noqa: E402
 
 
 class Kind(Enum):
@@ -73,13 +107,84 @@ _WORD = re.compile(r"\w+")
 _SPACE_OR_COMMENT = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.DOTALL)
 
 
+class _SparkDialectSettings:
+    """The settings of sqlglot's Spark *dialect* that its tokenizer reads (``Tokenizer._init_core``):
+    Hive's, with the escapes every dialect that escapes with a backslash gets
+    (``sqlglot.dialects.dialect.UNESCAPED_SEQUENCES`` merged with Hive's own).
+    ``tests/unit/ddl/test_source_lexer.py`` checks them against the real dialect."""
+
+    NUMBERS_CAN_BE_UNDERSCORE_SEPARATED = False
+    IDENTIFIERS_CAN_START_WITH_DIGIT = True
+    BYTE_STRING_IS_BYTES_TYPE = False
+    UNESCAPED_SEQUENCES: dict[str, str] = {  # noqa: RUF012 - read only
+        "\\a": "a",
+        "\\b": "\b",
+        "\\f": "f",
+        "\\n": "\n",
+        "\\r": "\r",
+        "\\t": "\t",
+        "\\v": "v",
+        "\\\\": "\\",
+        "\\0": "\0",
+        "\\Z": "\x1a",
+        "\\%": "\\%",
+        "\\_": "\\_",
+    }
+
+
+class SparkTokenizer(Tokenizer):
+    """sqlglot's Spark tokenizer (``sqlglot.dialects.spark.Spark.Tokenizer``, with what it inherits
+    from Spark2's and Hive's), declared here so that the dialects need not be imported: the class
+    attributes below are exactly those three classes' overrides, in their order."""
+
+    # Hive
+    DROP_UNKNOWN_ESCAPES = True
+    LONE_SURROGATE_REPLACEMENT = "?"
+    QUOTES = ["'", '"']  # noqa: RUF012 - sqlglot's class attributes
+    IDENTIFIERS = ["`"]  # noqa: RUF012
+    STRING_ESCAPES = ["\\"]  # noqa: RUF012
+    SINGLE_TOKENS = {**Tokenizer.SINGLE_TOKENS, "$": TokenType.PARAMETER}  # noqa: RUF012
+    KEYWORDS = {  # noqa: RUF012
+        **Tokenizer.KEYWORDS,
+        "ADD ARCHIVE": TokenType.COMMAND,
+        "ADD ARCHIVES": TokenType.COMMAND,
+        "ADD FILE": TokenType.COMMAND,
+        "ADD FILES": TokenType.COMMAND,
+        "ADD JAR": TokenType.COMMAND,
+        "ADD JARS": TokenType.COMMAND,
+        "MINUS": TokenType.EXCEPT,
+        "MSCK REPAIR": TokenType.COMMAND,
+        "REFRESH": TokenType.REFRESH,
+        "SERDEPROPERTIES": TokenType.SERDE_PROPERTIES,
+        # Spark2
+        "TIMESTAMP": TokenType.TIMESTAMPTZ,
+        # Spark
+        "DECLARE": TokenType.DECLARE,
+    }
+    NUMERIC_LITERALS = {  # noqa: RUF012
+        "L": "BIGINT",
+        "S": "SMALLINT",
+        "Y": "TINYINT",
+        "D": "DOUBLE",
+        "F": "FLOAT",
+        "BD": "DECIMAL",
+    }
+    # Spark2
+    HEX_STRINGS = [("X'", "'"), ("x'", "'")]  # noqa: RUF012
+    # Spark
+    NUMERIC_ESCAPES = {"u": (16, 4, 4, 0xFFFF), "U": (16, 8, 8, 0x10FFFF), "0": (8, 3, 3, 0x7F)}  # noqa: RUF012
+    STRING_ESCAPES_ALLOWED_IN_RAW_STRINGS = False
+    RAW_STRINGS = [(prefix + q, q) for q in ("'", '"') for prefix in ("r", "R")]  # noqa: RUF012
+
+    def __init__(self) -> None:
+        # Tokenizer.__init__ would look the dialect up in sqlglot's registry (importing them all)
+        self.dialect: Any = _SparkDialectSettings
+        self._core = self._init_core()
+
+
 @cache
 def _tokenizer() -> Tokenizer:
-    from sqlglot.dialects.spark import Spark
-
-    dialect = Spark()
-    tokenizer: Tokenizer = dialect.tokenizer_class(dialect=dialect)
-    return tokenizer
+    return SparkTokenizer()
 
 
 def tokenize(text: str) -> LexResult:

@@ -67,6 +67,11 @@ VACUUM = frozenset({"cli.vacuum", "catalog.vacuum", "catalog.epochs"}) | (HISTOR
 NEVER = frozenset({"pyspark", "py4j", "delta", "confluent_kafka", "pydantic"})
 # Libraries some commands below need and the others must not load.
 HEAVY_ELSEWHERE = frozenset({"sqlglot", "deltalake", "pyarrow"})
+# Of sqlglot, 'validate' loads the tokenizer alone: not the package's __init__, which imports the
+# expressions, the parser, the generator and the dialects (ddl/lexer.py).
+SQLGLOT_TOKENIZER = frozenset(
+    {"sqlglot.tokens", "sqlglot.tokenizer_core", "sqlglot.errors", "sqlglot.helper", "sqlglot.trie"}
+)
 
 TABLE = "shop.orders"
 ROWS_TABLE = "shop.items"  # a table with rows, for read
@@ -163,12 +168,13 @@ print(code)
 print(out.getvalue().strip().splitlines()[0] if out.getvalue().strip() else "")
 print(" ".join(sorted(m.removeprefix("logstore_cli.") for m in sys.modules if m.startswith("logstore_cli."))))
 print(" ".join(sorted({m.split(".")[0] for m in sys.modules})))
+print(" ".join(sorted(m for m in sys.modules if m == "sqlglot" or m.startswith("sqlglot."))))
 """
 
 
 def _probe(
     args: list[str], env: dict[str, str], warehouse: Path
-) -> tuple[int, str, set[str], set[str]]:
+) -> tuple[int, str, set[str], set[str], set[str]]:
     environ = {
         **os.environ,
         "LOGSTORE_WAREHOUSE": str(warehouse),
@@ -181,8 +187,8 @@ def _probe(
         env=environ, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    code, first, ours, libraries = proc.stdout.split("\n")[:4]
-    return int(code), first, set(ours.split()), set(libraries.split())
+    code, first, ours, libraries, sqlglot = proc.stdout.split("\n")[:5]
+    return int(code), first, set(ours.split()), set(libraries.split()), set(sqlglot.split())
 
 
 @pytest.fixture(scope="module")
@@ -202,20 +208,22 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("case", CASES)
 def test_a_command_imports_only_what_it_runs(case: str, warehouse: Path) -> None:
     args, env, allowed, libraries = CASES[case]
-    code, first, ours, loaded = _probe(args, env, warehouse)
+    code, first, ours, loaded, sqlglot = _probe(args, env, warehouse)
     assert code == 0, f"{case} failed"
     assert first, f"{case} printed nothing"  # it ran: the list below is of a real run
     extra = sorted(ours - allowed)
     assert not extra, f"{case} imports {extra}, not in its allow-list"
     heavy = sorted(loaded & (NEVER | (HEAVY_ELSEWHERE - libraries)))
     assert not heavy, f"{case} loads {heavy}"
+    beyond_tokenizer = sorted(sqlglot - SQLGLOT_TOKENIZER)
+    assert not beyond_tokenizer, f"{case} loads {beyond_tokenizer}"
 
 
 def test_the_probe_sees_what_a_command_imports(warehouse: Path) -> None:
     """The check is not vacuous: 'validate' does load the parser and sqlglot, 'list' delta-rs."""
-    _, _, ours, loaded = _probe(["validate", ONE_TABLE], {}, warehouse)
-    assert ours >= PARSER and "sqlglot" in loaded
-    _, first, ours, loaded = _probe(["list"], {}, warehouse)
+    _, _, ours, loaded, sqlglot = _probe(["validate", ONE_TABLE], {}, warehouse)
+    assert ours >= PARSER and "sqlglot" in loaded and sqlglot == SQLGLOT_TOKENIZER
+    _, first, ours, loaded, _ = _probe(["list"], {}, warehouse)
     assert "catalog.tables" in ours and "deltalake" in loaded
     assert "Tables in" in first
 
@@ -235,7 +243,7 @@ def test_create_and_alter_table_run_without_java(tmp_path: Path) -> None:
         ),
     }
     for args in (["create-table", str(ddl)], ["alter-table", "db.t", "--set", "k=v"]):
-        code, _, _, loaded = _probe(args, no_java, warehouse)
+        code, _, _, loaded, _ = _probe(args, no_java, warehouse)
         assert code == 0, f"{args[0]} failed without Java"
         assert not loaded & {"pyspark", "py4j", "delta"}, f"{args[0]} loaded the JVM side"
     props = (warehouse / "db" / "t" / "_delta_log" / "00000000000000000001.json").read_text()

@@ -102,3 +102,55 @@ def test_crlf_line_endings() -> None:
     result = parse_document("CREATE TABLE t (\r\n a INT,\r\n b FOO\r\n);")
     (d,) = result.errors
     assert (d.line, d.col, d.source_line) == (3, 4, " b FOO")
+
+
+# Run in a fresh interpreter: the lexer loads sqlglot's tokenizer without the package's __init__
+# (ddl/lexer.py), which only happens when nothing has imported sqlglot yet. Then the real Spark
+# dialect is imported next to it, and the two tokenizers are compared.
+_SAME_AS_SPARK = """
+import sys
+from pathlib import Path
+from logstore_cli.ddl.lexer import SparkTokenizer
+loaded = sorted(m for m in sys.modules if m.startswith("sqlglot"))
+assert loaded == ["sqlglot.errors", "sqlglot.helper", "sqlglot.tokenizer_core", "sqlglot.tokens",
+                  "sqlglot.trie"], loaded
+from sqlglot.dialects.spark import Spark
+from sqlglot.tokenizer_core import TokenizerCore
+from sqlglot.errors import TokenError
+ours, spark = SparkTokenizer(), Spark().tokenizer_class(dialect=Spark())
+state = {"sql", "size", "tokens"}
+for name in TokenizerCore.__slots__:
+    if not name.startswith("_") and name not in state:
+        a, b = getattr(ours._core, name), getattr(spark._core, name)
+        if isinstance(a, dict) and isinstance(b, dict):
+            diff = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+            a, b = {k: a.get(k) for k in diff}, {k: b.get(k) for k in diff}
+        assert a == b, f"{name}: ours {a!r}, Spark's {b!r}"
+def lex(tokenizer, text):
+    try:
+        return [(t.token_type, t.text, t.start, t.end) for t in tokenizer.tokenize(text)]
+    except TokenError:
+        return ["error", [(t.token_type, t.start) for t in tokenizer.tokens]]
+texts = [p.read_text(encoding="utf-8") for p in sorted(Path(sys.argv[1]).glob("*.sql"))]
+texts += ["ADD JAR x; SELECT /*+ h */ 1L, 2BD, X'1F', r'a\\\\b', 'x\\\\u00e9\\\\n', `a``b` -- c",
+          "a 'b", "/* open", "a <=> b :: c || d -> e >= f"]
+for text in texts:
+    assert lex(ours, text) == lex(spark, text), text[:60]
+print(len(texts))
+"""
+
+
+def test_the_tokenizer_is_sqlglots_spark_tokenizer() -> None:
+    """ddl/lexer.py declares Spark's tokenizer settings itself (so that sqlglot's dialects, parser
+    and expressions are not imported): they are the real dialect's, and so are the tokens."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    fixtures = Path(__file__).parents[2] / "fixtures" / "ddl"
+    proc = subprocess.run(
+        [sys.executable, "-c", _SAME_AS_SPARK, str(fixtures)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) > 20  # the fixtures were read
