@@ -20,7 +20,6 @@ import difflib
 import enum
 import math
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
@@ -323,6 +322,8 @@ def load_file(path: Path) -> dict[str, Any]:
             f"{raw[exc.start : exc.start + 1]!r})",
             hint="TOML files are UTF-8: save the file as UTF-8",
         ) from None
+    import tomllib  # here: most runs have no config file, and the parser is ~2 ms to import
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

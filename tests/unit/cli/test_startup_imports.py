@@ -65,6 +65,8 @@ VACUUM = frozenset({"cli.vacuum", "catalog.vacuum", "catalog.epochs"}) | (HISTOR
 # Libraries no command here may load: the JVM side, the Kafka client, and pydantic (Typer's
 # coercion of values that are already text; see cli/lazy.py).
 NEVER = frozenset({"pyspark", "py4j", "delta", "confluent_kafka", "pydantic"})
+# ... nor, with no config file (none here: LOGSTORE_CONFIG is unset), the TOML parser.
+NEVER |= {"tomllib"}
 # Libraries some commands below need and the others must not load.
 HEAVY_ELSEWHERE = frozenset({"sqlglot", "deltalake", "pyarrow"})
 # 'validate' of plain DDL loads no sqlglot (ddl/lexer.py scans it); of DDL the scanner leaves to
