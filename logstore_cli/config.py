@@ -40,6 +40,8 @@ def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
 
 @dataclass(frozen=True)
 class KafkaConfig:
+    """The ``[kafka]`` section: default brokers, client properties, timeouts."""
+
     # None: the DDL's own address, else the local broker started by 'logstore broker start'.
     bootstrap_servers: str | None = None
     # librdkafka client properties applied to every table's client (DDL passthrough keys win).
@@ -49,12 +51,16 @@ class KafkaConfig:
 
 @dataclass(frozen=True)
 class SparkConfig:
+    """The ``[spark]`` section: the master and Spark properties."""
+
     master: str = "local[*]"
     conf: Mapping[str, str] = field(default_factory=_frozen)
 
 
 @dataclass(frozen=True)
 class Config:
+    """The resolved configuration (file, environment and flags)."""
+
     warehouse: str = "./warehouse"
     kafka: KafkaConfig = field(default_factory=KafkaConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)

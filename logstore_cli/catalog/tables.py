@@ -29,6 +29,8 @@ class TopicReader(Protocol):
 
 @dataclass(frozen=True)
 class StoredTable:
+    """A table of the warehouse: where it is, its Delta state, and the model rebuilt from it."""
+
     ref: wh.TableRef
     state: wh.DeltaState
     spec: TableSpec
@@ -83,6 +85,8 @@ def resolve_log_store(
 
 @dataclass(frozen=True)
 class PartitionOffset:
+    """A topic partition and its end offset."""
+
     partition: int
     end_offset: int
 
@@ -114,6 +118,8 @@ class TopicStatus:
 
 @dataclass(frozen=True)
 class TableDescription:
+    """What 'describe' shows of a table."""
+
     name: str
     path: Path
     version: int

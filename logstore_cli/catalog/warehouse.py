@@ -47,6 +47,8 @@ _COMMITTED = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?\.parquet)|_last_
 
 @dataclass(frozen=True)
 class TableRef:
+    """A table directory of the warehouse, by database and table name."""
+
     database: str
     table: str
     path: Path

@@ -57,6 +57,8 @@ class Token(NamedTuple):
 
 @dataclass(frozen=True)
 class LexResult:
+    """The tokens of a text, and the lexical error that stopped them, if any."""
+
     tokens: list[Token]
     error: Issue | None  # tokens stop before it: the text after it was not read
 
