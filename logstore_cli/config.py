@@ -20,7 +20,6 @@ import difflib
 import enum
 import math
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
@@ -41,6 +40,8 @@ def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
 
 @dataclass(frozen=True)
 class KafkaConfig:
+    """The ``[kafka]`` section: default brokers, client properties, timeouts."""
+
     # None: the DDL's own address, else the local broker started by 'logstore broker start'.
     bootstrap_servers: str | None = None
     # librdkafka client properties applied to every table's client (DDL passthrough keys win).
@@ -50,12 +51,16 @@ class KafkaConfig:
 
 @dataclass(frozen=True)
 class SparkConfig:
+    """The ``[spark]`` section: the master and Spark properties."""
+
     master: str = "local[*]"
     conf: Mapping[str, str] = field(default_factory=_frozen)
 
 
 @dataclass(frozen=True)
 class Config:
+    """The resolved configuration (file, environment and flags)."""
+
     warehouse: str = "./warehouse"
     kafka: KafkaConfig = field(default_factory=KafkaConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
@@ -323,6 +328,8 @@ def load_file(path: Path) -> dict[str, Any]:
             f"{raw[exc.start : exc.start + 1]!r})",
             hint="TOML files are UTF-8: save the file as UTF-8",
         ) from None
+    import tomllib  # here: most runs have no config file, and the parser is ~2 ms to import
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -287,6 +287,8 @@ class StartupMode(StrEnum):
 
 @dataclass(frozen=True)
 class ColumnSpec:
+    """A column of a table: name, Spark SQL type, nullability and comment."""
+
     name: str
     type: str  # Spark SQL type string, lower case: "bigint", "decimal(10,2)", "struct<a:int>"
     nullable: bool = True

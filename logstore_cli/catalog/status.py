@@ -51,6 +51,8 @@ OUTSIDE_SCAN_LIMIT = 5_000  # commit files a status reads for outside writes at 
 
 @dataclass(frozen=True)
 class LeaseStatus:
+    """The table's ingest lease as read now, and whether its holder still runs."""
+
     info: LeaseInfo
     now: float
     holder_running: bool | None  # None: the holder is on another host, so this one cannot tell
@@ -103,6 +105,8 @@ class WriterStatus:
 
 @dataclass(frozen=True)
 class PartitionTail:
+    """A log partition's end offset against the offset the last epoch commit names."""
+
     partition: int
     end_offset: int | None  # None: Kafka was not asked, or could not be
     committed_offset: int | None  # None: the last epoch commit does not name this partition
@@ -142,6 +146,8 @@ class LogStatus:
 
 @dataclass(frozen=True)
 class TableStatus:
+    """What 'status' reports on a table: Delta version, lease, epochs, the log's tail."""
+
     name: str
     path: Path
     delta_version: int

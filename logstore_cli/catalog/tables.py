@@ -32,6 +32,8 @@ class TopicReader(Protocol):
 
 @dataclass(frozen=True)
 class StoredTable:
+    """A table of the warehouse: where it is, its Delta state, and the model rebuilt from it."""
+
     ref: wh.TableRef
     state: wh.DeltaState
     spec: TableSpec
@@ -110,6 +112,8 @@ def _honoured_formats(props: Mapping[str, str], name: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class PartitionOffset:
+    """A topic partition and its end offset."""
+
     partition: int
     end_offset: int
 
@@ -141,6 +145,8 @@ class TopicStatus:
 
 @dataclass(frozen=True)
 class TableDescription:
+    """What 'describe' shows of a table."""
+
     name: str
     path: Path
     version: int

@@ -50,6 +50,8 @@ _COMMITTED = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?\.parquet)|_last_
 
 @dataclass(frozen=True)
 class TableRef:
+    """A table directory of the warehouse, by database and table name."""
+
     database: str
     table: str
     path: Path
@@ -361,6 +363,11 @@ class DeltaState:
 
 
 def read_delta(path: Path) -> DeltaState:
+    # A small table's log is read here (importing delta-rs costs more than reading it); anything
+    # else by delta-rs, which also says what is wrong with a log that is not readable.
+    state = _read_json_log(path)
+    if state is not None:
+        return state
     import json
 
     from deltalake import DeltaTable
@@ -382,6 +389,89 @@ def read_delta(path: Path) -> DeltaState:
             f"cannot read the Delta table at {path}: {exc}",
             hint="check that the path holds a Delta table readable by this user",
         ) from exc
+
+
+# The logs read without delta-rs: commits 0..N as JSON, no checkpoint, at most this many commits.
+_MAX_JSON_COMMITS = 100
+_COMMIT_FILE = re.compile(r"(\d{20})\.json")
+# Reader protocols whose snapshot is the JSON actions alone: 1; 2 (column mapping) with no mapping
+# in use; 3 with these features only (no deletion vectors, ...).
+_PLAIN_READER_FEATURES = frozenset({"timestampNtz"})
+
+
+def _read_json_log(path: Path) -> DeltaState | None:
+    """``read_delta``'s answer from the JSON commits alone, when the log is only those (versions
+    0..N, no checkpoint, a plain reader protocol); None when it is not, or not as expected, so that
+    delta-rs reads it. The same values as delta-rs's: the last protocol and metadata, the files
+    added and not removed since (``tests/unit/catalog/test_warehouse.py`` compares the two)."""
+    import json
+
+    log = path / "_delta_log"
+    try:
+        names = os.listdir(log)
+    except OSError:
+        return None
+    versions: list[int] = []
+    for name in names:
+        if "checkpoint" in name:
+            return None
+        if (m := _COMMIT_FILE.fullmatch(name)) is not None:
+            versions.append(int(m.group(1)))
+    versions.sort()
+    if not versions or versions != list(range(len(versions))) or len(versions) > _MAX_JSON_COMMITS:
+        return None
+    protocol: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    files: set[str] = set()
+    try:
+        for version in versions:
+            with open(log / f"{version:020d}.json", encoding="utf-8") as f:
+                for line in f:
+                    if not line.strip():
+                        continue
+                    action = json.loads(line)
+                    if "add" in action:
+                        add = action["add"]
+                        if add.get("deletionVector"):
+                            return None
+                        files.add(add["path"])
+                    elif "remove" in action:
+                        files.discard(action["remove"]["path"])
+                    elif "metaData" in action:
+                        metadata = action["metaData"]
+                    elif "protocol" in action:
+                        protocol = action["protocol"]
+        if protocol is None or metadata is None:
+            return None
+        configuration = metadata.get("configuration") or {}
+        reader = protocol["minReaderVersion"]
+        mapped = configuration.get("delta.columnMapping.mode", "none") != "none"
+        if mapped or not (reader in (1, 2) or (reader == 3 and _plain_features(protocol))):
+            return None
+        partition_columns = metadata.get("partitionColumns") or []
+        description = metadata.get("description")
+        if not (
+            all(isinstance(v, str) for v in configuration.values())
+            and all(isinstance(c, str) for c in partition_columns)
+            and (description is None or isinstance(description, str))
+        ):
+            return None
+        return DeltaState(
+            path=path,
+            version=versions[-1],
+            num_files=len(files),
+            schema=json.loads(metadata["schemaString"]),
+            properties=dict(configuration),
+            partition_columns=tuple(partition_columns),
+            description=description,
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _plain_features(protocol: dict[str, Any]) -> bool:
+    features = protocol.get("readerFeatures") or []
+    return isinstance(features, list) and set(features) <= _PLAIN_READER_FEATURES
 
 
 def ensure_writable(warehouse: Path) -> None:

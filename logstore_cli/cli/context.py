@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Context:
+    """The resolved configuration a command runs with."""
+
     config: cfg.Config
 
     @property

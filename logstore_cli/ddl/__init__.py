@@ -1,14 +1,14 @@
 """DDL text → ``TableSpec``: the only part of logstore that knows SQL syntax.
 
 Stages, each in its own module: ``source`` (text, positions, invisible characters and typographic quotes) → ``lexer``
-(sqlglot's Spark tokenizer, wrapped) → ``parser`` (statements, CREATE TABLE grammar) → ``build``
+(plain DDL scanned itself, the rest by sqlglot's Spark tokenizer) → ``parser`` (statements, CREATE TABLE grammar) → ``build``
 (names, keys, columns) with ``properties`` (registry-driven property checks and log-store
 resolution, also usable without DDL); ``document`` runs them over one text. No I/O: callers pass
 the text in.
 
 The parsing entry points load on first use (``__getattr__``): a command that needs only the
 property registry or ``resolve_log_store`` (``list``, ``describe``, ``properties``) does not pay for
-importing sqlglot, which costs more than importing Typer and Rich together.
+importing the parser.
 """
 
 from __future__ import annotations

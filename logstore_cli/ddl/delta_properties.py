@@ -105,6 +105,8 @@ _INTERVAL_HINT = "e.g. 'interval 7 days' or '36 hours'"
 
 @dataclass(frozen=True)
 class DeltaProperty:
+    """A Delta table property logstore checks as delta-spark does, and how to fix a bad value."""
+
     key: str
     check: Callable[[str], str | None]
     hint: str

@@ -18,6 +18,8 @@ from logstore_cli.names import DEFAULT_DATABASE
 
 @dataclass(frozen=True)
 class ParseResult:
+    """The tables a DDL text declares, and what is wrong with it."""
+
     tables: tuple[TableSpec, ...]
     diagnostics: tuple[Diagnostic, ...]  # errors and warnings, in source order
 

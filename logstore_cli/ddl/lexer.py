@@ -1,12 +1,17 @@
-"""Stage 2: tokens. The only module of logstore that imports sqlglot.
+"""Stage 2: tokens.
 
-sqlglot's Spark tokenizer does the lexing (quote styles, backslash escapes, backtick identifiers,
-``--`` and ``/* */`` comments, numbers) and keeps offsets. Its *parser* is not used: it does not
-know Flink's ``ROW<…>`` or ``WITH (…)`` options in every position, silently falls back to an opaque
-``Command`` on syntax it does not know, and reports errors as "Expecting )". The grammar we accept is
-small (CREATE TABLE), so ``parser.py`` parses these tokens itself and says exactly what is wrong.
+Plain DDL (words, numbers, quoted strings without backslashes, backtick identifiers, the symbols of
+a CREATE TABLE, comments) is read by the scanner here: one regular expression, no import. Anything
+else (escapes, raw, national and hex strings, hints, number suffixes, operators, non-ASCII outside
+quotes, statements sqlglot reads as commands, lexical errors) goes to sqlglot's Spark tokenizer
+(``spark_lexer.py``, the only module that imports sqlglot), for the whole text. The scanner gives
+exactly the tokens that tokenizer gives for the text it takes (``tests/unit/ddl/test_source_lexer.py``
+compares them), so the tokenizer in use is not visible.
 
-Tokens are converted at once into our own ``Token`` so that no sqlglot type leaks out.
+sqlglot's *parser* is not used: it does not know Flink's ``ROW<…>`` or ``WITH (…)`` options in every
+position, silently falls back to an opaque ``Command`` on syntax it does not know, and reports
+errors as "Expecting )". The grammar we accept is small (CREATE TABLE), so ``parser.py`` parses
+these tokens itself and says exactly what is wrong.
 """
 
 from __future__ import annotations
@@ -14,13 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
-from functools import cache
 from typing import NamedTuple
-
-from sqlglot.errors import TokenError
-from sqlglot.tokenizer_core import Token as SqlglotToken
-from sqlglot.tokenizer_core import TokenType
-from sqlglot.tokens import Tokenizer
 
 from logstore_cli.ddl.source import Issue, Span
 
@@ -58,82 +57,89 @@ class Token(NamedTuple):
 
 @dataclass(frozen=True)
 class LexResult:
+    """The tokens of a text, and the lexical error that stopped them, if any."""
+
     tokens: list[Token]
     error: Issue | None  # tokens stop before it: the text after it was not read
 
 
-# Token types by identity (an Enum's hash is a Python-level call: ~70k tokens in a large file).
-_STRING, _RAW_STRING, _NATIONAL_STRING = (
-    TokenType.STRING,
-    TokenType.RAW_STRING,
-    TokenType.NATIONAL_STRING,
-)
-_IDENTIFIER, _NUMBER, _HINT = TokenType.IDENTIFIER, TokenType.NUMBER, TokenType.HINT
-_WORD = re.compile(r"\w+")
 _SPACE_OR_COMMENT = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.DOTALL)
 
+# The plain DDL the scanner takes, one token per match. A word or number must end where sqlglot's
+# would (before a space, a symbol below, a comment, the end); a symbol must not start one of
+# sqlglot's operators (<=, <>, <->, >=, ==, =>). No /*+ (a hint), no /* inside a comment (nested).
+_PLAIN = re.compile(
+    r"""
+    [ \t\n\r\f\v]+
+    | --[^\n\r]*
+    | /\*(?!\+)(?:[^*/]|\*(?!/)|/(?!\*))*\*/
+    | (?P<word>[A-Za-z_][A-Za-z0-9_]*)(?=[ \t\n\r\f\v(),;.=<>]|--|/\*|\Z)
+    | (?P<number>[0-9]+)(?=[ \t\n\r\f\v(),;=<>]|--|/\*|\Z)
+    | '(?P<single>[^'\\]*)' | "(?P<double>[^"\\]*)"
+    | `(?P<ident>(?:[^`\\]|``)*)`
+    | (?P<symbol>[(),;.]|[=<>](?![=<>\-]))
+    """,
+    re.VERBOSE,
+)
+# Words sqlglot reads as the start of a command whose rest is one string (``SHOW …``, ``ADD JAR …``)
+# at a statement's start: left to it, wherever they are. The test checks the list against sqlglot.
+COMMAND_WORDS = frozenset(
+    {"ADD", "CALL", "EXECUTE", "EXPLAIN", "FETCH", "MSCK", "OPTIMIZE", "PREPARE", "RENAME", "SHOW"}
+    | {"VACUUM"}
+)
 
-@cache
-def _tokenizer() -> Tokenizer:
-    from sqlglot.dialects.spark import Spark
 
-    dialect = Spark()
-    tokenizer: Tokenizer = dialect.tokenizer_class(dialect=dialect)
-    return tokenizer
+def _scan_plain(text: str) -> list[Token] | None:
+    """The tokens of ``text`` if it is plain DDL throughout (see ``_PLAIN``), else None."""
+    out: list[Token] = []
+    append = out.append
+    match = _PLAIN.match
+    word, number, string, ident, symbol = (
+        Kind.WORD,
+        Kind.NUMBER,
+        Kind.STRING,
+        Kind.IDENT,
+        Kind.SYMBOL,
+    )
+    commands = COMMAND_WORDS
+    pos, size = 0, len(text)
+    while pos < size:
+        m = match(text, pos)
+        if m is None:
+            return None
+        end = m.end()
+        group = m.lastgroup
+        if group is None:  # space or a comment
+            pass
+        elif group == "word":
+            w = m.group(group)
+            upper = w.upper()
+            if upper in commands:
+                return None
+            append(Token(word, w, pos, end, upper))
+        elif group == "symbol":
+            append(Token(symbol, m.group(group), pos, end, ""))
+        elif group == "single" or group == "double":
+            append(Token(string, m.group(group), pos, end, ""))
+        elif group == "number":
+            append(Token(number, m.group(group), pos, end, ""))
+        else:  # ident
+            append(Token(ident, m.group(group).replace("``", "`"), pos, end, ""))
+        pos = end
+    return out
 
 
 def tokenize(text: str) -> LexResult:
     """Tokenize ``text``; on a lexical error, return the tokens before it and the error."""
-    tokenizer = _tokenizer()
-    try:
-        raw = tokenizer.tokenize(text)
-        error = None
-    except TokenError:
-        raw = list(tokenizer.tokens)
-        error = _lex_error(text, raw[-1].end + 1 if raw else 0)
-    return LexResult(_convert(text, raw), error)
+    plain = _scan_plain(text)
+    if plain is not None:
+        return LexResult(plain, None)
+    from logstore_cli.ddl import spark_lexer
+
+    return spark_lexer.tokenize(text)
 
 
-def _convert(text: str, raw: list[SqlglotToken]) -> list[Token]:
-    out: list[Token] = []
-    append = out.append
-    word, string, symbol = Kind.WORD, Kind.STRING, Kind.SYMBOL
-    ident, number, hint = Kind.IDENT, Kind.NUMBER, Kind.HINT
-    last_end = 0
-    for tok in raw:
-        start, end = tok.start, tok.end + 1
-        if start < last_end:
-            # sqlglot expands some literals (Spark's 10L) into several tokens over the same text;
-            # keep the text once, as a symbol nothing in our grammar accepts.
-            prev = out.pop()
-            append(Token(symbol, text[prev.start : last_end], prev.start, last_end, ""))
-            continue
-        last_end = end
-        tt = tok.token_type
-        if tt is _STRING or tt is _RAW_STRING or tt is _NATIONAL_STRING:
-            append(Token(string, tok.text, start, end, ""))
-        elif tt is _IDENTIFIER:
-            append(Token(ident, tok.text, start, end, ""))
-        elif tt is _NUMBER:
-            append(Token(number, text[start:end], start, end, ""))
-        elif tt is _HINT:
-            append(Token(hint, text[start:end], start, end, ""))
-        else:
-            src = tok.text  # for single words, exactly the source text
-            if src.isidentifier() or _WORD.fullmatch(src):
-                append(Token(word, src, start, end, src.upper()))
-            elif " " in src and all(_WORD.fullmatch(w) for w in src.split(" ")):
-                # Multi-word keywords ("PRIMARY KEY", "PARTITIONED BY") become one token in
-                # sqlglot, with the text normalized; split the source back into words.
-                for m in _WORD.finditer(text, start, end):
-                    w = m.group()
-                    append(Token(word, w, m.start(), m.end(), w.upper()))
-            else:
-                append(Token(symbol, text[start:end], start, end, ""))
-    return out
-
-
-def _lex_error(text: str, after: int) -> Issue:
+def lex_error(text: str, after: int) -> Issue:
     """Describe the lexical error at the first character sqlglot could not read after ``after``."""
     m = _SPACE_OR_COMMENT.match(text, after)
     at = m.end() if m else after

@@ -10,5 +10,7 @@ BOOTSTRAP_SERVERS_ENV = "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS"
 
 @dataclass(frozen=True)
 class ParseOptions:
+    """What parsing needs from outside the DDL text."""
+
     # Broker address for tables whose DDL turns the log store on without one.
     default_bootstrap_servers: str | None = None

@@ -42,6 +42,8 @@ _BROKER = re.compile(r"(?:[A-Za-z][A-Za-z0-9_]*://)?(\[[0-9A-Fa-f:.]+\]|[^\s:/,\
 
 @dataclass(frozen=True)
 class Problem:
+    """A problem with a table's properties, before it is placed in the source."""
+
     message: str
     key: str | None = None  # the property it is about, as written; None: the table as a whole
     on_value: bool = False  # about the value rather than the key
@@ -50,6 +52,8 @@ class Problem:
 
 @dataclass(frozen=True)
 class _Setting:
+    """A known property as written, with its normalized value."""
+
     key: str  # as written (maybe an alias)
     raw: str  # value as written
     value: str  # value normalized by the registry

@@ -50,6 +50,8 @@ class Vocabulary(StrEnum):
 
 @dataclass(frozen=True)
 class PropertyDef:
+    """A table property logstore knows: its type, vocabulary, default and values."""
+
     key: str  # for PASSTHROUGH: the prefix followed by "*"
     type: PropType
     vocabulary: Vocabulary

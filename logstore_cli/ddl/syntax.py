@@ -12,12 +12,16 @@ from logstore_cli.ddl.source import Span
 
 @dataclass(frozen=True, slots=True)
 class Name:
+    """A name part as written, unquoted."""
+
     text: str  # unquoted
     span: Span
 
 
 @dataclass(frozen=True, slots=True)
 class ColumnDef:
+    """A column definition of a CREATE TABLE."""
+
     name: Name
     type: str  # Spark SQL type string
     not_null: bool
@@ -27,12 +31,16 @@ class ColumnDef:
 
 @dataclass(frozen=True, slots=True)
 class PrimaryKeyDef:
+    """A table-level PRIMARY KEY (...) constraint."""
+
     columns: tuple[Name, ...]
     span: Span
 
 
 @dataclass(frozen=True, slots=True)
 class PropertyEntry:
+    """A 'key' = 'value' entry of a property list."""
+
     key: str
     value: str
     key_span: Span
@@ -41,6 +49,8 @@ class PropertyEntry:
 
 @dataclass(frozen=True)
 class CreateTable:
+    """A CREATE TABLE statement as parsed, with the spans diagnostics point at."""
+
     span: Span  # the CREATE keyword
     name: tuple[Name, ...]  # [catalog.][database.]table
     columns: tuple[ColumnDef, ...]

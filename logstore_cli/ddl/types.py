@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ScalarType:
+    """A DDL type name: the Spark type it becomes and the arguments it takes."""
+
     spark: str  # the Spark SQL name it becomes
     max_args: int = 0  # how many (n[, m]) arguments it may take
     arg_names: tuple[str, ...] = ()

@@ -215,6 +215,8 @@ def infer_format(names: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class Stores:
+    """Which stores an ingest writes: the Delta table, the log, or both."""
+
     file: bool
     log: bool
 

@@ -29,6 +29,8 @@ MIN_CLUSTER_NODES = 3
 
 @dataclass(frozen=True)
 class BrokerInfo:
+    """A local broker that 'logstore broker start' started, as recorded in the state directory."""
+
     pid: int
     bootstrap: str
     controller: str
@@ -115,6 +117,8 @@ def is_running(info: BrokerInfo) -> bool:
 
 @dataclass(frozen=True)
 class NodePorts:
+    """A cluster node's id and its client and controller ports."""
+
     node_id: int
     port: int
     controller_port: int

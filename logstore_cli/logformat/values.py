@@ -39,23 +39,31 @@ class ScalarType:
 
 @dataclass(frozen=True)
 class DecimalType:
+    """DECIMAL(precision, scale)."""
+
     precision: int
     scale: int
 
 
 @dataclass(frozen=True)
 class ArrayType:
+    """ARRAY<element>."""
+
     element: SqlType
 
 
 @dataclass(frozen=True)
 class MapType:
+    """MAP<key, value>."""
+
     key: SqlType
     value: SqlType
 
 
 @dataclass(frozen=True)
 class StructType:
+    """STRUCT<name: type, ...>, its fields in order."""
+
     fields: tuple[tuple[str, SqlType], ...]
 
 
