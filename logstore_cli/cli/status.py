@@ -190,30 +190,35 @@ def _render(console: Console, d: dict[str, Any]) -> None:
         if not log["end_offsets_read"]:
             why = log["error"] or "not asked (--no-topic)"
             parts.append(text(f"topic {log['topic']}: end offsets unavailable: {why}", style="dim"))
-    outside = d.get("outside") or {"uncarried": [], "unchecked": 0}
-    if outside["uncarried"]:
-        listed = ", ".join(_outside_commit(c) for c in outside["uncarried"][:5])
-        more = len(outside["uncarried"]) - 5
-        parts.append(
-            text(
-                f"written outside logstore, not in the log yet: {listed}"
-                + (f" and {more} more" if more > 0 else "")
-                + " (the next ingest carries them)",
-                style="yellow",
-            )
-        )
-    if outside["unchecked"]:
-        parts.append(
-            text(
-                f"{outside['unchecked']} older commits not checked for writes outside logstore",
-                style="dim",
-            )
-        )
+    uncarried, unchecked = _outside_lines(d)
+    if uncarried:
+        parts.append(text(uncarried, style="yellow"))
+    if unchecked:
+        parts.append(text(unchecked, style="dim"))
     # soft_wrap off: the plain console (no terminal) soft-wraps, which crops text inside a panel
     console.print(
         Panel(Group(*parts), title=text(d["name"], style="bold"), title_align="left", expand=False),
         soft_wrap=False,
     )
+
+
+def _outside_lines(d: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The writes made outside logstore that the log does not hold yet, and the commits not
+    checked for such writes, as lines (None: nothing to say)."""
+    outside = d.get("outside") or {"uncarried": [], "unchecked": 0}
+    uncarried = None
+    if outside["uncarried"]:
+        listed = ", ".join(_outside_commit(c) for c in outside["uncarried"][:5])
+        more = len(outside["uncarried"]) - 5
+        uncarried = (
+            f"written outside logstore, not in the log yet: {listed}"
+            + (f" and {more} more" if more > 0 else "")
+            + " (the next ingest carries them)"
+        )
+    unchecked = None
+    if outside["unchecked"]:
+        unchecked = f"{outside['unchecked']} older commits not checked for writes outside logstore"
+    return uncarried, unchecked
 
 
 def _outside_commit(c: dict[str, Any]) -> str:
@@ -269,6 +274,7 @@ def watch_view(d: dict[str, Any], rates: Rates, at: float, warnings: list[str]) 
         for w in d["writers"]
     ]  # fmt: skip
     notes: list[str] = [] if d["writers"] else ["no epoch committed yet"]
+    notes += [line for line in _outside_lines(d) if line is not None]
     log = d["log"]
     topic = None
     partitions: list[tuple[str, ...]] = []

@@ -63,6 +63,20 @@ def test_the_view_of_a_table_without_epochs_or_log() -> None:
     assert dict(view.facts)["lease"] == "free (no job holds it)"
 
 
+def test_the_view_names_writes_made_outside_logstore_not_in_the_log_yet() -> None:
+    outside = {"uncarried": [{"version": 8, "operation": "DELETE", "at": "10:01"}], "unchecked": 2}
+    view = watch_view(status_json(outside=outside), Rates(None, None), 0.0, [])
+    assert view.notes == [
+        "written outside logstore, not in the log yet: version 8 (DELETE at 10:01) (the next "
+        "ingest carries them)",
+        "2 older commits not checked for writes outside logstore",
+    ]
+    assert "  written outside logstore, not in the log yet: version 8" in "\n".join(
+        render_plain(view)
+    )
+    assert watch_view(status_json(), Rates(None, None), 0.0, []).notes == []
+
+
 def test_plain_lines_carry_everything_without_escape_codes() -> None:
     view = watch_view(status_json(), Rates(50.0, 120.0), 0.0, ["log: cannot reach Kafka"])
     text = "\n".join(render_plain(view))
