@@ -32,6 +32,7 @@ points (``"origin"``) for a replay of the first micro-batch.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -60,6 +61,7 @@ from logstore_cli.logformat.consistency import (
     ResumePoint,
 )
 from logstore_cli.logformat.wire import RowSchema
+from logstore_cli.model import ColumnSpec
 from logstore_cli.read import plan
 from logstore_cli.read.consumer import Collections, LogReader, LogSource, SourceConf
 from logstore_cli.read.hybrid import resolve_hybrid
@@ -213,6 +215,16 @@ class ReadSpec:
     # engine does: docs/consistency.md §10); "" reads without confirming.
     table_path: str = ""
 
+    def schema_check(self) -> Callable[[], RowSchema] | None:
+        """For ``LogSource(reload_schema=...)``: a record with a column the read's schema lacks (or
+        a value its type cannot hold) finds out whether the table's columns changed since the read
+        began. A Spark query keeps the schema it was planned with, so then the read stops, saying
+        so, instead of skipping every newer record as malformed; if nothing changed, the record is
+        malformed. None without the table's path."""
+        if not self.table_path:
+            return None
+        return functools.partial(_refuse_a_changed_schema, self.table, self.table_path, self.schema)
+
     def confirmer(self) -> EpochConfirmer | None:
         """A new confirmer (it caches the commits it read): one per task or stream reader."""
         return EpochConfirmer(Path(self.table_path)) if self.table_path else None
@@ -221,6 +233,31 @@ class ReadSpec:
         """The Spark schema: the table's columns, then ``META_COLUMNS``."""
         columns = [*self.schema.columns, *META_COLUMNS]
         return ", ".join(f"{_quote(name)} {sql_type}" for name, sql_type in columns)
+
+
+@dataclass(frozen=True)
+class _Columns:
+    columns: tuple[ColumnSpec, ...]
+    primary_key: tuple[str, ...]
+
+
+def _refuse_a_changed_schema(table: str, table_path: str, schema: RowSchema) -> RowSchema:
+    from logstore_cli.catalog import warehouse as wh
+    from logstore_cli.catalog.schema import columns_from_delta_schema
+
+    state = wh.read_delta(Path(table_path))
+    now = RowSchema.of(_Columns(columns_from_delta_schema(state.schema), state.primary_key))
+    if set(now.columns) <= set(schema.columns):
+        return schema  # nothing added or widened: the record is malformed
+    old = dict(schema.columns)
+    changed = [f"{n} {t}" + ("" if n not in old else f" (was {old[n]})")
+               for n, t in now.columns if old.get(n) != t]  # fmt: skip
+    raise LogstoreError(
+        f"the columns of table {table} changed since this query began ({', '.join(changed)}): "
+        "a Spark query keeps the columns it was planned with",
+        hint="start the query again (a streaming query from its checkpoint) to read the table's "
+        "columns as they are now",
+    )
 
 
 def _default_bootstrap(config: cfg.Config) -> str | None:
@@ -422,7 +459,7 @@ class LogBatchReader(DataSourceReader):
         decider = PartitionDecider(
             spec.level, committed_through=spec.committed_through, confirm=spec.confirmer()
         )
-        source = LogSource(spec.source, spec.schema)
+        source = LogSource(spec.source, spec.schema, reload_schema=spec.schema_check())
         try:
             yield from _emit(
                 source, decider, partition.partition, partition.start, partition.end, out
@@ -505,7 +542,9 @@ class LogStreamReader(SimpleDataSourceStreamReader):
 
     def _open(self) -> LogSource:
         if self._source is None:
-            self._source = LogSource(self.spec.source, self.spec.schema)
+            self._source = LogSource(
+                self.spec.source, self.spec.schema, reload_schema=self.spec.schema_check()
+            )
         return self._source
 
     def initialOffset(self) -> dict[str, Any]:
@@ -572,7 +611,7 @@ class LogStreamReader(SimpleDataSourceStreamReader):
         # The first micro-batch starts where the first read resolved the start (see the class).
         points = _points(start if _ORIGIN in start else end[_ORIGIN])
         ends = _points(end)
-        source = LogSource(spec.source, spec.schema)
+        source = LogSource(spec.source, spec.schema, reload_schema=spec.schema_check())
         try:
             marks = source.watermarks() if set(ends) - set(points) else {}
             out = _ArrowRows(spec, self.schema)

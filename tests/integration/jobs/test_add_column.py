@@ -208,3 +208,36 @@ def test_the_jobs_merge_with_the_old_columns_works_on_the_table_with_the_new_one
     rows = delta_rows(Path(path))
     assert rows[1]["name"] == "b" and rows[1]["region"] == "north"  # kept
     assert rows[2]["name"] == "c" and rows[2]["region"] is None  # filled with null
+
+
+def test_a_spark_read_planned_before_a_column_was_added_stops_and_says_so(
+    spark: SparkSession, kafka_bootstrap: str, topic_name: str, tmp_path: Path
+) -> None:
+    """A Spark query keeps the columns it was planned with: the ``logstore`` data source, reading
+    a record written after ``--add-column``, stops the read naming the column (it skipped every
+    such record as malformed before), and a read planned after the change gets the column."""
+    from logstore_cli.jobs.datasource import LogBatchReader, register, resolve
+
+    warehouse = tmp_path / "warehouse"
+    create_table(spark, warehouse, orders_ddl(TABLE, topic_name, kafka_bootstrap, partitions=1))
+    before = changes(40, keys=20, seed=9)
+    write_files(tmp_path / "in", [before])
+    ingest_once(spark, warehouse, TABLE, str(tmp_path / "in"))
+    options = {"path": TABLE, "warehouse": str(warehouse), "consistency": "none"}
+    planned = resolve(options)  # the query's plan, made before the change
+    add_region(spark, warehouse)
+    after = with_region(changes(30, keys=20, seed=10), 0)
+    write_files(tmp_path / "in", [after], start=1)
+    ingest_once(spark, warehouse, TABLE, str(tmp_path / "in"))
+
+    reader = LogBatchReader(planned, spark.createDataFrame([], planned.ddl()).schema)
+    [partition] = reader.partitions()
+    with pytest.raises(Exception, match=r"columns of table shop\.orders changed since this query "
+                       r"began \(region string\).*start the query again"):  # fmt: skip
+        list(reader.read(partition))
+
+    register(spark)
+    given = {k: v for k, v in options.items() if k != "path"}
+    rows = spark.read.format("logstore").options(**given).load(TABLE).collect()
+    assert len(rows) == len(before) + len(after)
+    assert {r["region"] for r in rows[len(before):] if r["_ls_kind"] != "-D"} >= {"r0"}  # fmt: skip
