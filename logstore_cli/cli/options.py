@@ -150,9 +150,7 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
 
 
 # The commands that run on an s3:// warehouse (issue 19, stage 2a): those that need no Spark.
-S3_COMMANDS = frozenset(
-    {"create-table", "list", "describe", "alter-table", "drop-table", "status"}
-)
+S3_COMMANDS = frozenset({"create-table", "list", "describe", "alter-table", "drop-table", "status"})
 S3_WORKS = (
     "create-table, list, describe, alter-table (--set, --unset, --add-column), drop-table and "
     "status run there today"

@@ -74,4 +74,4 @@ def test_the_commands_that_run_on_s3_are_commands() -> None:
     group = typer.main.get_command(app_module.app)
     assert isinstance(group, typer.core.TyperGroup)
     names = set(group.list_commands(None))  # type: ignore[arg-type]
-    assert S3_COMMANDS <= names
+    assert names >= S3_COMMANDS
