@@ -36,17 +36,22 @@ StateDirOpt = Annotated[
 def complete_table(ctx: typer.Context, incomplete: str) -> list[str]:
     """The warehouse's table names for shell completion (``--warehouse``/``--config`` on the line
     count): a directory listing, no Delta metadata read; nothing at all when the config is bad."""
-    from logstore_cli.catalog.warehouse import list_tables
+    from logstore_cli.catalog.warehouse import list_tables, list_tables_on
 
     warehouse = ctx.params.get(_PREFIX + "warehouse")
     try:
         config = load(
             ctx.params.get(_CONFIG_PARAM), os.environ, {"warehouse": warehouse} if warehouse else {}
         )
-        refs = list_tables(config.warehouse_path())
+        if config.remote_warehouse:
+            from logstore_cli.storage import open_storage
+
+            names = [r.name for r in list_tables_on(open_storage(config.warehouse))]
+        else:
+            names = [r.name for r in list_tables(config.warehouse_path())]
     except (LogstoreError, OSError):  # completing must never print an error into the command line
         return []
-    return [r.name for r in refs if r.name.startswith(incomplete)]
+    return [name for name in names if name.startswith(incomplete)]
 
 
 TableArg = Annotated[
@@ -162,7 +167,10 @@ def refuse_remote_warehouse(
 ) -> None:
     """InvalidInputError (exit 2) when the warehouse is on S3 and ``command`` does not run there
     yet: raised before the command does anything, so nothing is ever half done."""
-    config = load(config_path, os.environ, flags)
+    try:
+        config = load(config_path, os.environ, flags)
+    except LogstoreError:  # the command reports a bad configuration itself, in its own order
+        return
     if config.remote_warehouse:
         raise InvalidInputError(
             f"'{command}' does not run on an s3:// warehouse yet (issue 19 stage 2b): {S3_WORKS}",

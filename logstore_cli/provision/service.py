@@ -220,13 +220,13 @@ def plan_tables(
         return path, stores.delta.read(path)
 
     owners = TopicOwners.of(warehouse, stores.delta, default_bootstrap)
-    return _plan(specs, locate, stores.topics, owners, adopt_topic=adopt_topic)
+    return plan_specs(specs, locate, stores.topics, owners, adopt_topic=adopt_topic)
 
 
 Locate = Callable[[TableName], tuple[Path | str, wh.DeltaState | None]]
 
 
-def _plan(
+def plan_specs(
     specs: Sequence[TableSpec],
     locate: Locate,
     topics: TopicStore,
