@@ -88,6 +88,9 @@ def test_create_list_describe_alter_status_drop(lake: Lake) -> None:
     options = S3Settings.from_env({k: lake.env[k] for k in lake.env if k.startswith("AWS_")})
     table = DeltaTable(table_uri, storage_options=options.delta_rs_options())
     assert table.version() == 2 and table.metadata().configuration["owner"] == "team-a"
+    table.create_checkpoint()  # a log with a checkpoint is read by delta-rs, with the same options
+    assert lake.ok("describe", "shop.orders")["columns"] == described["columns"]
+    assert lake.ok("list")[0]["version"] == 2
 
     status = lake.ok("status", "shop.orders", "--no-topic")
     assert status["path"] == table_uri and status["delta"]["version"] == 2
@@ -204,3 +207,14 @@ def test_a_table_with_a_kafka_log_on_s3(lake: Lake, kafka_bootstrap: str, topic_
     lake.ok("drop-table", "shop.events", "--yes", "--delete-topic")
     with KafkaAdmin(kafka_bootstrap, timeout_s=15.0) as admin:
         assert admin.describe_topic(topic_name) is None
+
+
+def test_a_missing_bucket_or_bad_endpoint_is_a_clear_error(lake: Lake) -> None:
+    lake.env["LOGSTORE_WAREHOUSE"] = "s3://no-such-bucket-h11/wh"
+    missing = lake.run("list")
+    assert missing.returncode == 1 and "the bucket does not exist" in missing.stderr
+    lake.env["LOGSTORE_WAREHOUSE"] = f"s3://{lake.bucket}/wh"
+    lake.env["AWS_ENDPOINT_URL"] = "http://198.51.100.7:9000"  # plain HTTP off loopback
+    del lake.env["AWS_ALLOW_HTTP"]
+    refused = lake.run("list")
+    assert refused.returncode == 2 and "AWS_ALLOW_HTTP" in refused.stderr
