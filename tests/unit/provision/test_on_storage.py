@@ -49,7 +49,7 @@ def test_a_second_table_on_the_same_topic_is_refused_before_anything(tmp_path: P
     warehouse, topics = LocalStorage(tmp_path), MemTopics()
     on_storage.create_tables_on(_specs(LOGGED), warehouse, topics)
     calls = list(topics.calls)
-    with pytest.raises(LogstoreError, match="shop.orders"):
+    with pytest.raises(LogstoreError, match=r"shop\.orders"):
         on_storage.create_tables_on(
             _specs(LOGGED.replace("shop.orders", "shop.copy")), warehouse, topics
         )
