@@ -66,7 +66,13 @@ class Config:
     spark: SparkConfig = field(default_factory=SparkConfig)
     source: str | None = None  # the file it was read from, for messages
 
+    @property
+    def remote_warehouse(self) -> bool:
+        """Whether the warehouse is on object storage (``s3://``), not a local directory."""
+        return is_remote_warehouse(self.warehouse)
+
     def warehouse_path(self, cwd: Path | None = None) -> Path:
+        """The local warehouse directory (a remote one is ``warehouse``, opened by the seam)."""
         path = Path(local_path(self.warehouse, "the warehouse", error=ConfigError)).expanduser()
         return path if path.is_absolute() else (cwd or Path.cwd()) / path
 
@@ -142,14 +148,33 @@ def _text(value: object) -> str:
     return value.strip()
 
 
-def _local_dir(value: object) -> str:
+def is_remote_warehouse(text: str) -> bool:
+    """Whether a resolved ``warehouse`` value names object storage (``s3://``). Pure."""
+    return text.startswith("s3://")
+
+
+def _warehouse(value: object) -> str:
+    """A local directory as given, or ``s3://bucket/prefix`` checked and written canonically
+    (``s3a://`` is the same store). Credentials come from the standard AWS variables or a profile,
+    never from the URI: one holding ``user:secret@`` is refused without echoing it."""
     text = _text(value)
+    scheme = _URI.fullmatch(text)
+    if scheme is not None and scheme.group("scheme").lower() in ("s3", "s3a"):
+        from logstore_cli.storage.uri import parse_storage_uri
+
+        try:
+            return str(parse_storage_uri(text))
+        except InvalidInputError as exc:
+            raise _Invalid(
+                f"s3://bucket/prefix ({exc.message}; see {STORAGE_DOC})",
+                repr(re.sub(r"^([^:/]+://)[^/]*@", r"\1***@", text)),
+            ) from None
     try:
         return local_path(text, "the warehouse")
     except InvalidInputError as exc:
         raise _Invalid(
-            "a local or mounted POSIX directory (object storage is not supported for the "
-            f"warehouse today; see {STORAGE_DOC})",
+            "a local or mounted POSIX directory, or s3://bucket/prefix (other object storage "
+            f"and HDFS are not supported for the warehouse today; see {STORAGE_DOC})",
             repr(_without_userinfo(text)),
         ) from exc
 
@@ -252,8 +277,9 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
-        "warehouse", _local_dir, "Warehouse directory: tables live at <warehouse>/<db>/<table>.",
-        Uses.WAREHOUSE, env="LOGSTORE_WAREHOUSE", flag="--warehouse", metavar="<dir>",
+        "warehouse", _warehouse,
+        "Warehouse directory or s3://bucket/prefix: tables live at <warehouse>/<db>/<table>.",
+        Uses.WAREHOUSE, env="LOGSTORE_WAREHOUSE", flag="--warehouse", metavar="<dir|s3://…>",
         example="./warehouse",
     ),
     Setting(

@@ -30,6 +30,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +150,7 @@ class TableStatus:
     """What 'status' reports on a table: Delta version, lease, epochs, the log's tail."""
 
     name: str
-    path: Path
+    path: Path | str  # a local directory, or the table's URI on object storage
     delta_version: int
     history_from: int | None  # the oldest version whose commit the Delta log still holds
     lease: LeaseStatus | None
@@ -264,16 +265,9 @@ def table_status(
     now = time.time() if now is None else now
     warnings: list[str] = []
 
-    lease, lease_error = None, None
-    try:
-        info = read_lease(ref.path)
-        if info is not None:
-            here = socket.gethostname() if host is None else host
-            running = None if info.host != here else not holder_dead(info)
-            lease = LeaseStatus(info, now, running)
-    except LogstoreError as exc:
-        lease_error = exc.message
-        warnings.append(f"lease: {exc.message}")
+    lease, lease_error = _lease_status(
+        partial(read_lease, ref.path), now, host, holder_dead, warnings
+    )
 
     quarantined = count_quarantined(ref.path, warnings)
     writers: dict[str, WriterStatus] = {}
@@ -332,6 +326,70 @@ def table_status(
         outside=outside,
         outside_unchecked=unchecked,
     )
+
+
+def table_status_on(
+    ref: wh.StoredTable,
+    topics: TopicReader | None,
+    *,
+    default_bootstrap: str | None = None,
+    now: float | None = None,
+    host: str | None = None,
+    holder_dead: Callable[[LeaseInfo], bool] = local_holder_dead,
+) -> TableStatus:
+    """``table_status`` of a committed table on object storage (issue 19 stage 2a): its Delta
+    version, its lease (``read_lease_on``) and its topic's end offsets. No ingest writes there yet,
+    so its commits' epochs, quarantine files and outside writes are not read (stage 2b)."""
+    from logstore_cli.catalog.storage_lease import read_lease_on
+
+    state = wh.read_delta_on(ref.storage)
+    now = time.time() if now is None else now
+    warnings: list[str] = []
+    lease, lease_error = _lease_status(
+        partial(read_lease_on, ref.storage), now, host, holder_dead, warnings
+    )
+    log = None
+    try:
+        log_store = spec_from_delta(ref, state, default_bootstrap).log_store
+    except LogstoreError as exc:
+        log = LogStatus(None, (), asked=False, error=f"the table's log store: {exc.message}")
+    else:
+        if log_store is not None:
+            log = _log_status(log_store, {}, topics)
+    if log is not None and log.error:
+        warnings.append(f"log: {log.error}")
+    return TableStatus(
+        name=ref.name,
+        path=ref.storage.uri,
+        delta_version=state.version,
+        history_from=None,
+        lease=lease,
+        lease_error=lease_error,
+        writers=(),
+        log=log,
+        quarantined={},
+        warnings=tuple(warnings),
+    )
+
+
+def _lease_status(
+    read: Callable[[], LeaseInfo | None],
+    now: float,
+    host: str | None,
+    holder_dead: Callable[[LeaseInfo], bool],
+    warnings: list[str],
+) -> tuple[LeaseStatus | None, str | None]:
+    """The lease as ``read`` finds it, or the error that keeps it from being read (warned)."""
+    try:
+        info = read()
+    except LogstoreError as exc:
+        warnings.append(f"lease: {exc.message}")
+        return None, exc.message
+    if info is None:
+        return None, None
+    here = socket.gethostname() if host is None else host
+    running = None if info.host != here else not holder_dead(info)
+    return LeaseStatus(info, now, running), None
 
 
 def _log_status(

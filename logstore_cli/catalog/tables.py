@@ -8,16 +8,20 @@ handed in by the caller, so this package imports no Kafka client.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog.schema import columns_from_delta_schema
 from logstore_cli.errors import LogstoreError
 from logstore_cli.kafka.types import TopicInfo
 from logstore_cli.model import ColumnSpec, LogStoreSpec, TableSpec, redact
+
+if TYPE_CHECKING:  # annotations only: a local warehouse's commands never load the seam
+    from logstore_cli.storage import Storage
 
 _log = logging.getLogger(__name__)
 
@@ -50,8 +54,26 @@ def load_ref(ref: wh.TableRef, *, default_bootstrap: str | None = None) -> Store
     return StoredTable(ref, state, spec_from_delta(ref, state, default_bootstrap))
 
 
+@dataclass(frozen=True)
+class StoredTableOn:
+    """``StoredTable`` for a warehouse on any ``Storage`` (``ref.storage`` is rooted at the table)."""
+
+    ref: wh.StoredTable
+    state: wh.DeltaState
+    spec: TableSpec
+
+
+def load_table_on(
+    warehouse: Storage, name: str, *, default_bootstrap: str | None = None
+) -> StoredTableOn:
+    """``load_table`` on a warehouse on any ``Storage``."""
+    ref = wh.find_table_on(warehouse, name)
+    state = wh.read_delta_on(ref.storage)
+    return StoredTableOn(ref, state, spec_from_delta(ref, state, default_bootstrap))
+
+
 def spec_from_delta(
-    ref: wh.TableRef, state: wh.DeltaState, default_bootstrap: str | None
+    ref: wh.TableRef | wh.StoredTable, state: wh.DeltaState, default_bootstrap: str | None
 ) -> TableSpec:
     """Rebuild the table's model from its Delta metadata."""
     props = wh.user_properties(state.properties)
@@ -148,7 +170,7 @@ class TableDescription:
     """What 'describe' shows of a table."""
 
     name: str
-    path: Path
+    path: Path | str  # a local directory, or the table's URI on object storage
     version: int
     num_files: int
     columns: tuple[ColumnSpec, ...]
@@ -176,15 +198,18 @@ class TableDescription:
         }
 
 
-def describe_table(stored: StoredTable, topics: TopicReader | None) -> TableDescription:
+def describe_table(
+    stored: StoredTable | StoredTableOn, topics: TopicReader | None
+) -> TableDescription:
     """The table as stored; with ``topics``, its topic's partitions and end offsets too."""
     spec, state = stored.spec, stored.state
+    path = stored.ref.storage.uri if isinstance(stored, StoredTableOn) else stored.ref.path
     topic = None
     if spec.log_store is not None and topics is not None:
         topic = topic_status(spec.log_store, topics)
     return TableDescription(
         name=stored.ref.name,
-        path=stored.ref.path,
+        path=path,
         version=state.version,
         num_files=state.num_files,
         columns=spec.columns,
@@ -225,7 +250,7 @@ class TableListing:
     """One row of ``list``: a readable table, or the error that keeps it from being read."""
 
     name: str
-    path: Path
+    path: Path | str  # a local directory, or the table's URI on object storage
     version: int | None = None
     columns: int | None = None
     primary_key: tuple[str, ...] = ()
@@ -249,38 +274,54 @@ class TableListing:
 
 def list_tables(warehouse: Path, *, default_bootstrap: str | None = None) -> list[TableListing]:
     """Every table of the warehouse; one that cannot be read is a row with its error."""
-    rows = []
-    for ref in wh.list_tables(warehouse):
-        if not ref.committed:
-            rows.append(
-                TableListing(
-                    ref.name,
-                    ref.path,
-                    error="no committed Delta version (an interrupted create-table left it); "
-                    f"remove it with 'logstore drop-table {ref.name} --yes'",
-                )
-            )
-            continue
-        try:
-            state = wh.read_delta(ref.path)
-        except LogstoreError as exc:  # one bad table must not hide the others
-            rows.append(TableListing(ref.name, ref.path, error=exc.message))
-            continue
-        props = wh.user_properties(state.properties)
-        try:
-            log_spec = resolve_log_store(props, ref.name, default_bootstrap, state.primary_key)
-            problem = None
-        except LogstoreError as exc:
-            log_spec, problem = None, exc.message
-        rows.append(
-            TableListing(
-                name=ref.name,
-                path=ref.path,
-                version=state.version,
-                columns=len(state.schema["fields"]),
-                primary_key=state.primary_key,
-                log_store=log_spec,
-                error=problem,
-            )
+    return [
+        _listing(ref.name, ref.path, ref.committed, partial(wh.read_delta, ref.path),
+                 default_bootstrap)
+        for ref in wh.list_tables(warehouse)
+    ]  # fmt: skip
+
+
+def list_tables_on(
+    warehouse: Storage, *, default_bootstrap: str | None = None
+) -> list[TableListing]:
+    """``list_tables`` of a warehouse on any ``Storage``."""
+    return [
+        _listing(ref.name, ref.storage.uri, ref.committed,
+                 partial(wh.read_delta_on, ref.storage), default_bootstrap)
+        for ref in wh.list_tables_on(warehouse)
+    ]  # fmt: skip
+
+
+def _listing(
+    name: str,
+    path: Path | str,
+    committed: bool,
+    read: Callable[[], wh.DeltaState],
+    default_bootstrap: str | None,
+) -> TableListing:
+    if not committed:
+        return TableListing(
+            name,
+            path,
+            error="no committed Delta version (an interrupted create-table left it); "
+            f"remove it with 'logstore drop-table {name} --yes'",
         )
-    return rows
+    try:
+        state = read()
+    except LogstoreError as exc:  # one bad table must not hide the others
+        return TableListing(name, path, error=exc.message)
+    props = wh.user_properties(state.properties)
+    try:
+        log_spec = resolve_log_store(props, name, default_bootstrap, state.primary_key)
+        problem = None
+    except LogstoreError as exc:
+        log_spec, problem = None, exc.message
+    return TableListing(
+        name=name,
+        path=path,
+        version=state.version,
+        columns=len(state.schema["fields"]),
+        primary_key=state.primary_key,
+        log_store=log_spec,
+        error=problem,
+    )

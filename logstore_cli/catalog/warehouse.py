@@ -11,7 +11,7 @@ import difflib
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -348,7 +348,7 @@ def user_properties(delta_props: Mapping[str, str]) -> dict[str, str]:
 class DeltaState:
     """What the Delta log says about a table, read without a JVM."""
 
-    path: Path
+    path: Path | str  # a local directory, or the table's URI on object storage
     version: int
     num_files: int
     schema: dict[str, Any]
@@ -368,12 +368,34 @@ def read_delta(path: Path) -> DeltaState:
     state = _read_json_log(path)
     if state is not None:
         return state
+    return _read_with_delta_rs(path, str(path), None)
+
+
+def read_delta_on(table: Storage) -> DeltaState:
+    """``read_delta`` of the table stored at ``table`` (any ``Storage``): its JSON log read through
+    the seam when it is small and plain, else by delta-rs with the storage's options."""
+    from logstore_cli.storage import delta_rs_location
+
+    def read(name: str) -> bytes:
+        blob = table.read(f"_delta_log/{name}")
+        if blob is None:
+            raise OSError(f"{name} is gone")
+        return blob.data
+
+    state = _state_from_json_log(table.uri, table.list("_delta_log").files, read)
+    if state is not None:
+        return state
+    uri, options = delta_rs_location(table)
+    return _read_with_delta_rs(uri, uri, options)
+
+
+def _read_with_delta_rs(path: Path | str, uri: str, options: dict[str, str] | None) -> DeltaState:
     import json
 
     from deltalake import DeltaTable
 
     try:
-        dt = DeltaTable(str(path))
+        dt = DeltaTable(uri, storage_options=options)
         meta = dt.metadata()
         return DeltaState(
             path=path,
@@ -404,13 +426,25 @@ def _read_json_log(path: Path) -> DeltaState | None:
     0..N, no checkpoint, a plain reader protocol); None when it is not, or not as expected, so that
     delta-rs reads it. The same values as delta-rs's: the last protocol and metadata, the files
     added and not removed since (``tests/unit/catalog/test_warehouse.py`` compares the two)."""
-    import json
-
     log = path / "_delta_log"
     try:
         names = os.listdir(log)
     except OSError:
         return None
+
+    def read(name: str) -> bytes:
+        return (log / name).read_bytes()
+
+    return _state_from_json_log(path, names, read)
+
+
+def _state_from_json_log(
+    path: Path | str, names: Sequence[str], read: Callable[[str], bytes]
+) -> DeltaState | None:
+    """The state of the log whose ``_delta_log`` holds ``names``, each read by ``read`` (a file,
+    an object): see ``_read_json_log``; any backend's OSError or LogstoreError reads as None."""
+    import json
+
     versions: list[int] = []
     for name in names:
         if "checkpoint" in name:
@@ -425,22 +459,21 @@ def _read_json_log(path: Path) -> DeltaState | None:
     files: set[str] = set()
     try:
         for version in versions:
-            with open(log / f"{version:020d}.json", encoding="utf-8") as f:
-                for line in f:
-                    if not line.strip():
-                        continue
-                    action = json.loads(line)
-                    if "add" in action:
-                        add = action["add"]
-                        if add.get("deletionVector"):
-                            return None
-                        files.add(add["path"])
-                    elif "remove" in action:
-                        files.discard(action["remove"]["path"])
-                    elif "metaData" in action:
-                        metadata = action["metaData"]
-                    elif "protocol" in action:
-                        protocol = action["protocol"]
+            for line in read(f"{version:020d}.json").decode("utf-8").split("\n"):
+                if not line.strip():
+                    continue
+                action = json.loads(line)
+                if "add" in action:
+                    add = action["add"]
+                    if add.get("deletionVector"):
+                        return None
+                    files.add(add["path"])
+                elif "remove" in action:
+                    files.discard(action["remove"]["path"])
+                elif "metaData" in action:
+                    metadata = action["metaData"]
+                elif "protocol" in action:
+                    protocol = action["protocol"]
         if protocol is None or metadata is None:
             return None
         configuration = metadata.get("configuration") or {}
@@ -465,7 +498,7 @@ def _read_json_log(path: Path) -> DeltaState | None:
             partition_columns=tuple(partition_columns),
             description=description,
         )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, LogstoreError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 

@@ -16,8 +16,10 @@ from logstore_cli.errors import InvalidInputError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from logstore_cli.catalog.tables import StoredTable
+    from logstore_cli.catalog.tables import StoredTable, StoredTableOn
+    from logstore_cli.provision.kafka_topics import KafkaTopicStore
     from logstore_cli.provision.service import Stores
+    from logstore_cli.storage import Storage
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,18 @@ class Context:
     @property
     def warehouse(self) -> Path:
         return self.config.warehouse_path()
+
+    @property
+    def remote(self) -> bool:
+        """Whether the warehouse is on object storage (``storage``), not a local ``warehouse``."""
+        return self.config.remote_warehouse
+
+    @cached_property
+    def storage(self) -> Storage:
+        """The warehouse on object storage, opened with the standard AWS settings (remote only)."""
+        from logstore_cli.storage import open_storage
+
+        return open_storage(self.config.warehouse)
 
     @cached_property
     def default_bootstrap(self) -> str | None:
@@ -50,6 +64,16 @@ class Context:
 
         return load_table(self.warehouse, name, default_bootstrap=self.default_bootstrap)
 
+    def load_table_on(self, name: str) -> StoredTableOn:
+        """``load_table`` of a warehouse on object storage."""
+        from logstore_cli.catalog.tables import load_table_on
+
+        return load_table_on(self.storage, name, default_bootstrap=self.default_bootstrap)
+
+    def load_any(self, name: str) -> StoredTable | StoredTableOn:
+        """The table ``name``, wherever the warehouse is."""
+        return self.load_table_on(name) if self.remote else self.load_table(name)
+
 
 def parse_pairs(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
     """``["k=v", ...]`` -> dict; a pair without '=' is an error naming the flag."""
@@ -68,6 +92,18 @@ def parse_pairs(pairs: Sequence[str] | None, flag: str) -> dict[str, str]:
 def make_context(overrides: cfg.Overrides) -> Context:
     """The configuration from ``overrides`` (see ``options.config_options``), the file and env."""
     return Context(cfg.load(overrides.config_path, os.environ, overrides.flags))
+
+
+@contextmanager
+def open_topics(ctx: Context) -> Iterator[KafkaTopicStore]:
+    """The Kafka topic store alone (a warehouse on object storage has no ``DeltaStore``)."""
+    from logstore_cli.provision.kafka_topics import KafkaTopicStore
+
+    topics = KafkaTopicStore(ctx.config.kafka)
+    try:
+        yield topics
+    finally:
+        topics.close()
 
 
 @contextmanager

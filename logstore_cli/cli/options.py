@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from logstore_cli.config import CONFIG_ENV, SETTINGS, Overrides, Setting, Uses, load
-from logstore_cli.errors import LogstoreError
+from logstore_cli.errors import InvalidInputError, LogstoreError
 
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print machine-readable JSON on stdout instead of tables.")
@@ -36,17 +36,22 @@ StateDirOpt = Annotated[
 def complete_table(ctx: typer.Context, incomplete: str) -> list[str]:
     """The warehouse's table names for shell completion (``--warehouse``/``--config`` on the line
     count): a directory listing, no Delta metadata read; nothing at all when the config is bad."""
-    from logstore_cli.catalog.warehouse import list_tables
+    from logstore_cli.catalog.warehouse import list_tables, list_tables_on
 
     warehouse = ctx.params.get(_PREFIX + "warehouse")
     try:
         config = load(
             ctx.params.get(_CONFIG_PARAM), os.environ, {"warehouse": warehouse} if warehouse else {}
         )
-        refs = list_tables(config.warehouse_path())
+        if config.remote_warehouse:
+            from logstore_cli.storage import open_storage
+
+            names = [r.name for r in list_tables_on(open_storage(config.warehouse))]
+        else:
+            names = [r.name for r in list_tables(config.warehouse_path())]
     except (LogstoreError, OSError):  # completing must never print an error into the command line
         return []
-    return [r.name for r in refs if r.name.startswith(incomplete)]
+    return [name for name in names if name.startswith(incomplete)]
 
 
 TableArg = Annotated[
@@ -137,6 +142,8 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
                 value = kwargs.pop(_PREFIX + s.name)
                 if _given(context, _PREFIX + s.name):
                     flags[s.key] = value
+            if Uses.WAREHOUSE in groups and context.info_name not in S3_COMMANDS:
+                refuse_remote_warehouse(context.info_name or "", config_path, flags)
             command(**kwargs, overrides=Overrides(config_path, flags))
 
         params = [*own, *added]
@@ -145,6 +152,31 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
         return run
 
     return decorate
+
+
+# The commands that run on an s3:// warehouse (issue 19, stage 2a): those that need no Spark.
+S3_COMMANDS = frozenset({"create-table", "list", "describe", "alter-table", "drop-table", "status"})
+S3_WORKS = (
+    "create-table, list, describe, alter-table (--set, --unset, --add-column), drop-table and "
+    "status run there today"
+)
+
+
+def refuse_remote_warehouse(
+    command: str, config_path: Path | None, flags: dict[str, object]
+) -> None:
+    """InvalidInputError (exit 2) when the warehouse is on S3 and ``command`` does not run there
+    yet: raised before the command does anything, so nothing is ever half done."""
+    try:
+        config = load(config_path, os.environ, flags)
+    except LogstoreError:  # the command reports a bad configuration itself, in its own order
+        return
+    if config.remote_warehouse:
+        raise InvalidInputError(
+            f"'{command}' does not run on an s3:// warehouse yet (issue 19 stage 2b): {S3_WORKS}",
+            hint="run it on a local warehouse (--warehouse <dir>) until then; see "
+            "docs/cluster.md, section 5",
+        )
 
 
 def _literal_default(setting: Setting) -> str | None:

@@ -74,7 +74,7 @@ def status(
 ) -> None:
     """Show who writes a table and how far: lease, writers' last epochs, log tail, quarantine."""
     from logstore_cli.catalog import warehouse as wh
-    from logstore_cli.catalog.status import table_status
+    from logstore_cli.catalog.status import CommitCache, TableStatus, table_status, table_status_on
 
     if interval is not None and not watch:
         raise InvalidInputError("--interval needs --watch", hint="add --watch, or drop --interval")
@@ -86,7 +86,15 @@ def status(
         )
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    ref = wh.find_table(ctx.warehouse, table)
+    found = (
+        wh.find_table_on(ctx.storage, table) if ctx.remote else wh.find_table(ctx.warehouse, table)
+    )
+
+    def current(cache: CommitCache | None = None) -> TableStatus:
+        if isinstance(found, wh.StoredTable):  # no epochs are read there yet (stage 2b)
+            return table_status_on(found, topics, default_bootstrap=ctx.default_bootstrap)
+        return table_status(found, topics, default_bootstrap=ctx.default_bootstrap, commits=cache)
+
     if no_topic:
         topics = None
     else:
@@ -95,20 +103,16 @@ def status(
         topics = KafkaTopicStore(ctx.config.kafka)  # one admin client per broker, for every refresh
     try:
         if watch:
-            from logstore_cli.catalog.status import CommitCache
-
             cache = CommitCache()
             _watch(
                 out,
-                lambda: table_status(
-                    ref, topics, default_bootstrap=ctx.default_bootstrap, commits=cache
-                ).to_json(),
+                lambda: current(cache).to_json(),
                 cache.cached,
                 every,
                 cache.epoch,
             )
             return
-        result = table_status(ref, topics, default_bootstrap=ctx.default_bootstrap)
+        result = current()
     finally:
         if topics is not None:
             topics.close()

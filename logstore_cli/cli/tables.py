@@ -13,7 +13,7 @@ import typer
 from rich.console import Console, Group
 from rich.panel import Panel
 
-from logstore_cli.cli.context import Context, make_context, open_stores, parse_pairs
+from logstore_cli.cli.context import Context, make_context, open_stores, open_topics, parse_pairs
 from logstore_cli.cli.options import JsonOpt, complete_table, config_options
 from logstore_cli.cli.options import TableArg as TableArg  # status.py imports it from here
 from logstore_cli.cli.output import Output, first_line, key_value_table, simple_table, text
@@ -87,14 +87,26 @@ def create_table(
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
     specs = _parse(ctx, *_read_input(file, sql))
-    with (
-        out.status("provisioning (the first Delta write starts Spark) …"),
-        open_stores(ctx) as stores,
-    ):
-        plans = create_tables(
-            specs, ctx.warehouse, stores, if_not_exists=if_not_exists, dry_run=dry_run,
-            adopt_topic=adopt_topic, default_bootstrap=ctx.default_bootstrap,
-        )  # fmt: skip
+    if ctx.remote:
+        from logstore_cli.provision.delta_log import SPARK_DEFAULTS_PREFIX
+        from logstore_cli.provision.on_storage import create_tables_on
+
+        defaults = [k for k in ctx.config.spark.conf if k.startswith(SPARK_DEFAULTS_PREFIX)]
+        with out.status("provisioning …"), open_topics(ctx) as topics:
+            plans = create_tables_on(
+                specs, ctx.storage, topics, if_not_exists=if_not_exists, dry_run=dry_run,
+                adopt_topic=adopt_topic, default_bootstrap=ctx.default_bootstrap,
+                spark_defaults=defaults,
+            )  # fmt: skip
+    else:
+        with (
+            out.status("provisioning (the first Delta write starts Spark) …"),
+            open_stores(ctx) as stores,
+        ):
+            plans = create_tables(
+                specs, ctx.warehouse, stores, if_not_exists=if_not_exists, dry_run=dry_run,
+                adopt_topic=adopt_topic, default_bootstrap=ctx.default_bootstrap,
+            )  # fmt: skip
     from logstore_cli.provision.plan import retention_warnings
 
     rows = []
@@ -145,12 +157,12 @@ def describe(
 
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    stored = ctx.load_table(table)
+    stored = ctx.load_any(table)
     if no_topic:
         description = describe_table(stored, None)
     else:
-        with open_stores(ctx) as stores:
-            description = describe_table(stored, stores.topics)
+        with open_topics(ctx) as topics:
+            description = describe_table(stored, topics)
     if description.topic and description.topic.error:
         out.warning(f"topic {description.topic.name}: {description.topic.error}")
     data = description.to_json()
@@ -222,18 +234,25 @@ def list_tables(
 
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    rows = list_catalog(ctx.warehouse, default_bootstrap=ctx.default_bootstrap)
+    if ctx.remote:
+        from logstore_cli.catalog.tables import list_tables_on
+
+        where: object = ctx.config.warehouse
+        rows = list_tables_on(ctx.storage, default_bootstrap=ctx.default_bootstrap)
+    else:
+        where = ctx.warehouse
+        rows = list_catalog(ctx.warehouse, default_bootstrap=ctx.default_bootstrap)
     for row in rows:
         if row.error:
             out.warning(f"{row.name}: {first_line(row.error)}")  # --json has the whole text
 
     def render(console: Console) -> None:
         if not rows:
-            console.print(text(f"no tables in {ctx.warehouse}"))
+            console.print(text(f"no tables in {where}"))
             return
         console.print(
             simple_table(
-                f"Tables in {ctx.warehouse}",
+                f"Tables in {where}",
                 ["table", "version", "columns", "primary key", "log store"],
                 [(r.name, r.version, r.columns, ", ".join(r.primary_key),
                   f"error: {first_line(r.error)}" if r.error else (
@@ -350,19 +369,35 @@ def alter_table(
         )
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    stored = ctx.load_table(target)
-    if named is not None and ctx.load_table(named).ref.name != stored.ref.name:
+    stored = ctx.load_any(target)
+    if named is not None and ctx.load_any(named).ref.name != stored.ref.name:
         raise InvalidInputError(
             f"--sql alters table {named}, not {table}",
             hint="name one table: drop TABLE, or make it the statement's",
         )
-    with out.status("changing the table (starts Spark) …"), open_stores(ctx) as stores:
-        result = alter_service(
-            stored, stores, changes, removals, warehouse=ctx.warehouse,
-            delete_topic=delete_topic, adopt_topic=adopt_topic,
-            default_bootstrap=ctx.default_bootstrap, dry_run=dry_run, force=force,
-            add_columns=columns, widen_columns=widened,
-        )  # fmt: skip
+    if ctx.remote:
+        from logstore_cli.catalog.tables import StoredTableOn
+        from logstore_cli.provision.on_storage import alter_table_on
+
+        assert isinstance(stored, StoredTableOn)
+        with out.status("changing the table …"), open_topics(ctx) as topics:
+            result = alter_table_on(
+                stored, topics, changes, removals, warehouse=ctx.storage,
+                delete_topic=delete_topic, adopt_topic=adopt_topic,
+                default_bootstrap=ctx.default_bootstrap, dry_run=dry_run, force=force,
+                add_columns=columns, widen_columns=widened,
+            )  # fmt: skip
+    else:
+        from logstore_cli.catalog.tables import StoredTable
+
+        assert isinstance(stored, StoredTable)
+        with out.status("changing the table (starts Spark) …"), open_stores(ctx) as stores:
+            result = alter_service(
+                stored, stores, changes, removals, warehouse=ctx.warehouse,
+                delete_topic=delete_topic, adopt_topic=adopt_topic,
+                default_bootstrap=ctx.default_bootstrap, dry_run=dry_run, force=force,
+                add_columns=columns, widen_columns=widened,
+            )  # fmt: skip
     if result.writer_stops and result.forced_past is not None:
         out.warning(
             f"{result.forced_past.info.holder} writes the table: it stops at the start of its "
@@ -397,7 +432,7 @@ def _altered_retention(
     from logstore_cli.provision.plan import retention_warnings
 
     if not dry_run:
-        spec = ctx.load_table(stored.ref.name).spec
+        spec = ctx.load_any(stored.ref.name).spec
         return retention_warnings(spec.properties, log_store=spec.log_store is not None)
     props = {k: v for k, v in stored.spec.properties.items() if k not in removals} | changes
     return retention_warnings(props, log_store=stored.spec.log_store is not None)
@@ -426,17 +461,29 @@ def drop_table(
     Delta version.
     """
     from logstore_cli.catalog.tables import load_ref
-    from logstore_cli.catalog.warehouse import find_table
+    from logstore_cli.catalog.warehouse import StoredTable, TableRef, find_table
     from logstore_cli.provision.service import check_droppable
     from logstore_cli.provision.service import drop_table as drop_service
 
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    ref = find_table(ctx.warehouse, table, uncommitted=True)
+    ref: TableRef | StoredTable
     spec = None
-    if ref.committed:
-        spec = load_ref(ref, default_bootstrap=ctx.default_bootstrap).spec
-    what = f"table '{ref.name}' ({ref.path})"
+    if ctx.remote:
+        from logstore_cli.catalog.tables import spec_from_delta
+        from logstore_cli.catalog.warehouse import find_table_on, read_delta_on
+
+        ref = find_table_on(ctx.storage, table, uncommitted=True)
+        if ref.committed:
+            state = read_delta_on(ref.storage)
+            spec = spec_from_delta(ref, state, ctx.default_bootstrap)
+        where: object = ref.storage.uri
+    else:
+        ref = find_table(ctx.warehouse, table, uncommitted=True)
+        if ref.committed:
+            spec = load_ref(ref, default_bootstrap=ctx.default_bootstrap).spec
+        where = ref.path
+    what = f"table '{ref.name}' ({where})"
     if delete_topic and spec is not None and spec.log_store:
         what += f" and topic '{spec.log_store.topic}'"
     check_droppable(ref, force=force)  # before asking: a refusal needs no answer
@@ -449,11 +496,20 @@ def drop_table(
         if not typer.confirm(f"Drop {what}? This deletes its data", default=False):
             out.info("nothing dropped")
             raise typer.Exit(1)
-    with open_stores(ctx) as stores:  # dropping removes a directory: Spark never starts
-        result = drop_service(
-            ref, spec, stores, warehouse=ctx.warehouse, delete_topic=delete_topic,
-            default_bootstrap=ctx.default_bootstrap, force=force,
-        )  # fmt: skip
+    if isinstance(ref, StoredTable):
+        from logstore_cli.provision.on_storage import drop_table_on
+
+        with open_topics(ctx) as topics:
+            result = drop_table_on(
+                ref, spec, topics, warehouse=ctx.storage, delete_topic=delete_topic,
+                default_bootstrap=ctx.default_bootstrap, force=force,
+            )  # fmt: skip
+    else:
+        with open_stores(ctx) as stores:  # dropping removes a directory: Spark never starts
+            result = drop_service(
+                ref, spec, stores, warehouse=ctx.warehouse, delete_topic=delete_topic,
+                default_bootstrap=ctx.default_bootstrap, force=force,
+            )  # fmt: skip
     _warn_forced(out, result.forced_past, "dropped")
     out.success(f"dropped {what}")
     out.emit(result.to_json())

@@ -40,7 +40,7 @@ class Difference:
 @dataclass(frozen=True)
 class TablePlan:
     spec: TableSpec
-    path: Path
+    path: Path | str  # a local directory, or the table's URI on object storage
     delta: Step
     topic: Step
     partitions: int | None = None
@@ -146,7 +146,7 @@ def topic_differences(
 
 def plan_table(
     spec: TableSpec,
-    path: Path,
+    path: Path | str,
     existing_delta: DeltaState | None,
     existing_topic: TopicInfo | None,
     *,

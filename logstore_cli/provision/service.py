@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog.lease import LeaseInfo, local_holder_dead, local_time, read_lease
-from logstore_cli.catalog.tables import StoredTable, resolve_log_store
+from logstore_cli.catalog.tables import StoredTable, StoredTableOn, resolve_log_store
 from logstore_cli.errors import (
     InvalidInputError,
     LogstoreError,
@@ -27,6 +27,7 @@ from logstore_cli.errors import (
     TopicInUseError,
 )
 from logstore_cli.model import ColumnSpec, LogStoreSpec, TableSpec, is_secret
+from logstore_cli.names import TableName
 from logstore_cli.provision.backends import DeltaStore, TopicStore
 from logstore_cli.provision.plan import (
     Step,
@@ -64,7 +65,7 @@ class LiveWriter:
 
 
 def check_no_live_writer(
-    ref: wh.TableRef,
+    ref: wh.TableRef | wh.StoredTable,
     doing: str,
     breaks: str,
     *,
@@ -77,7 +78,12 @@ def check_no_live_writer(
     taking a lease over). With ``force``: the live holder, for the caller to warn about. The lease is
     read, never taken: an ingest that starts after this check is not stopped by it."""
     try:
-        info = read_lease(ref.path)
+        if isinstance(ref, wh.StoredTable):
+            from logstore_cli.catalog.storage_lease import read_lease_on
+
+            info = read_lease_on(ref.storage)
+        else:
+            info = read_lease(ref.path)
     except LogstoreError as exc:  # an unreadable lease: nobody can be shown to hold the table
         if force:
             log.warning("the lease of table %s is unreadable (%s); going on (--force)", ref.name,
@@ -110,7 +116,7 @@ _DROP_BREAKS = (
 )
 
 
-def check_droppable(ref: wh.TableRef, *, force: bool) -> LiveWriter | None:
+def check_droppable(ref: wh.TableRef | wh.StoredTable, *, force: bool) -> LiveWriter | None:
     """``check_no_live_writer`` for a drop (the CLI asks it before its confirmation prompt too)."""
     return check_no_live_writer(ref, "drop the table", _DROP_BREAKS, force=force)
 
@@ -140,19 +146,28 @@ class TopicOwners:
     the topic: a topic is never handed to a second table, nor deleted, on a guess.
     """
 
-    def __init__(self, warehouse: Path, delta: DeltaStore, default_bootstrap: str | None) -> None:
-        self._warehouse, self._delta, self._bootstrap = warehouse, delta, default_bootstrap
+    def __init__(
+        self, tables: Callable[[], list[tuple[str, wh.DeltaState]]], default_bootstrap: str | None
+    ) -> None:
+        """``tables()``: every readable committed table of the warehouse, by name."""
+        self._tables, self._bootstrap = tables, default_bootstrap
         self._entries: list[tuple[str, LogStoreSpec | None, frozenset[str]]] | None = None
+
+    @classmethod
+    def of(cls, warehouse: Path, delta: DeltaStore, default_bootstrap: str | None) -> TopicOwners:
+        """The owners among the tables ``delta`` finds in the local ``warehouse``."""
+        return cls(lambda: [(r.name, state) for r, state in delta.tables(warehouse)],
+                   default_bootstrap)  # fmt: skip
 
     def _read(self) -> list[tuple[str, LogStoreSpec | None, frozenset[str]]]:
         entries: list[tuple[str, LogStoreSpec | None, frozenset[str]]] = []
-        for ref, state in self._delta.tables(self._warehouse):
+        for name, state in self._tables():
             props = wh.user_properties(state.properties)
             try:
-                log_spec = resolve_log_store(props, ref.name, self._bootstrap, state.primary_key)
-                entries.append((ref.name, log_spec, frozenset()))
+                log_spec = resolve_log_store(props, name, self._bootstrap, state.primary_key)
+                entries.append((name, log_spec, frozenset()))
             except LogstoreError:
-                entries.append((ref.name, None, frozenset(props.values())))
+                entries.append((name, None, frozenset(props.values())))
         return entries
 
     def users(self, log_spec: LogStoreSpec, *, exclude: str | None = None) -> list[str]:
@@ -199,14 +214,34 @@ def plan_tables(
     adopt_topic: bool = False,
 ) -> list[TablePlan]:
     """Plan every table (reads only); raise before anything is created if any plan is refused."""
+
+    def locate(name: TableName) -> tuple[Path, wh.DeltaState | None]:
+        path = wh.table_path(warehouse, name)
+        return path, stores.delta.read(path)
+
+    owners = TopicOwners.of(warehouse, stores.delta, default_bootstrap)
+    return plan_specs(specs, locate, stores.topics, owners, adopt_topic=adopt_topic)
+
+
+Locate = Callable[[TableName], tuple[Path | str, wh.DeltaState | None]]
+
+
+def plan_specs(
+    specs: Sequence[TableSpec],
+    locate: Locate,
+    topics: TopicStore,
+    owners: TopicOwners,
+    *,
+    adopt_topic: bool,
+) -> list[TablePlan]:
+    """``plan_tables`` with the warehouse's layout given by ``locate``: a name's location and its
+    committed Delta state (None when there is none)."""
     seen: dict[str, str] = {}
     topics_seen: dict[str, str] = {}
-    owners = TopicOwners(warehouse, stores.delta, default_bootstrap)
     plans = []
     for spec in specs:
         _check_supported(spec)
         name = wh.spec_table_name(spec)
-        path = wh.table_path(warehouse, name)
         key = name.qualified.lower()
         if key in seen:
             raise InvalidInputError(
@@ -214,7 +249,7 @@ def plan_tables(
                 hint="remove one of the CREATE TABLE statements",
             )
         seen[key] = spec.name
-        existing = stores.delta.read(path)
+        path, existing = locate(name)
         log_spec = spec.log_store
         topic = users = None
         records, end = 0, {}
@@ -222,11 +257,11 @@ def plan_tables(
             if log_spec.topic in topics_seen:
                 raise _in_use_error(log_spec.topic, [topics_seen[log_spec.topic]], "create it")
             topics_seen[log_spec.topic] = spec.name
-            topic = stores.topics.describe(log_spec)
+            topic = topics.describe(log_spec)
             users = owners.users(log_spec, exclude=name.qualified)
             if topic is not None:
-                end = stores.topics.end_offsets(log_spec)
-                records = _records(stores.topics.start_offsets(log_spec), end)
+                end = topics.end_offsets(log_spec)
+                records = _records(topics.start_offsets(log_spec), end)
         plans.append(
             plan_table(
                 spec, path, existing, topic,
@@ -250,18 +285,43 @@ def create_tables(
     plans = plan_tables(
         specs, warehouse, stores, default_bootstrap=default_bootstrap, adopt_topic=adopt_topic
     )
+
+    def create(plan: TablePlan, properties: Mapping[str, str]) -> None:
+        assert isinstance(plan.path, Path)  # plan_tables' locations
+        stores.delta.create(plan.path, plan.spec, properties)
+
+    return create_planned(
+        plans, stores.topics, create, lambda: wh.ensure_writable(warehouse),
+        if_not_exists=if_not_exists, dry_run=dry_run,
+    )  # fmt: skip
+
+
+CreateDelta = Callable[[TablePlan, Mapping[str, str]], None]
+
+
+def create_planned(
+    plans: Sequence[TablePlan],
+    topics: TopicStore,
+    create: CreateDelta,
+    prepare: Callable[[], None],
+    *,
+    if_not_exists: bool,
+    dry_run: bool,
+) -> list[TablePlan]:
+    """Check ``plans``, validate their new topics with the broker, then (``prepare`` first, when a
+    table is created) create each topic and Delta table (``create``) in order."""
     for plan in plans:
         check_plan(plan, if_not_exists=if_not_exists)
     for plan in plans:
-        _validate_topic(plan, stores)  # the broker checks every new topic before anything is made
+        _validate_topic(plan, topics)  # the broker checks every new topic before anything is made
     if dry_run:
-        return plans
+        return list(plans)
     if any(p.delta is Step.CREATE for p in plans):
-        wh.ensure_writable(warehouse)
+        prepare()
     done: list[str] = []
     for i, plan in enumerate(plans):
         try:
-            _apply(plan, stores)
+            _apply(plan, topics, create)
         except BaseException as exc:
             if len(plans) > 1:
                 _add_detail(
@@ -272,24 +332,24 @@ def create_tables(
             raise
         if not plan.is_noop:
             done.append(plan.spec.name)
-    return plans
+    return list(plans)
 
 
-def _validate_topic(plan: TablePlan, stores: Stores) -> None:
+def _validate_topic(plan: TablePlan, topics: TopicStore) -> None:
     log_spec = plan.spec.log_store
     if log_spec is not None and plan.topic is Step.CREATE:
         assert plan.partitions is not None
-        stores.topics.create(
+        topics.create(
             log_spec, plan.partitions, plan.replication, plan.topic_configs, validate_only=True
         )
 
 
-def _apply(plan: TablePlan, stores: Stores) -> None:
+def _apply(plan: TablePlan, topics: TopicStore, create: CreateDelta) -> None:
     spec, log_spec = plan.spec, plan.spec.log_store
     created_topic = False
     if log_spec is not None and plan.topic is Step.CREATE:
         assert plan.partitions is not None
-        stores.topics.create(log_spec, plan.partitions, plan.replication, plan.topic_configs)
+        topics.create(log_spec, plan.partitions, plan.replication, plan.topic_configs)
         created_topic = True
     if plan.delta is Step.CREATE:
         properties, _ = wh.stored_properties(spec)
@@ -300,16 +360,16 @@ def _apply(plan: TablePlan, stores: Stores) -> None:
                 separators=(",", ":"),
             )
         try:
-            stores.delta.create(plan.path, spec, properties)
+            create(plan, properties)
         except BaseException as exc:
             if created_topic and log_spec is not None:
-                _rollback_topic(stores, log_spec, exc)
+                _rollback_topic(topics, log_spec, exc)
             raise
 
 
-def _rollback_topic(stores: Stores, log_spec: LogStoreSpec, cause: BaseException) -> None:
+def _rollback_topic(topics: TopicStore, log_spec: LogStoreSpec, cause: BaseException) -> None:
     try:
-        stores.topics.delete(log_spec)
+        topics.delete(log_spec)
     except Exception as exc:  # report both: the cause, and what is left behind
         _add_detail(
             cause,
@@ -444,6 +504,58 @@ def alter_table(
     (nullable, new names: ``check_new_columns``) are one Delta commit of their own, made first:
     the log needs no change, as the job's records carry the columns of the table it started on.
     """
+    return alter_stored(
+        stored, stores.topics, _LocalTableDelta(stores.delta, stored.ref.path),
+        TopicOwners.of(warehouse, stores.delta, default_bootstrap), set_, unset,
+        delete_topic=delete_topic, adopt_topic=adopt_topic, default_bootstrap=default_bootstrap,
+        dry_run=dry_run, force=force, add_columns=add_columns, widen_columns=widen_columns,
+    )  # fmt: skip
+
+
+class TableDelta(Protocol):
+    """The Delta changes of one table that ``alter_stored`` makes, wherever the table is."""
+
+    def alter(self, set_: Mapping[str, str], unset: Sequence[str]) -> None: ...
+
+    def add_columns(self, columns: Sequence[ColumnSpec]) -> None: ...
+
+    def widen_columns(self, columns: Sequence[ColumnSpec]) -> None: ...
+
+
+@dataclass(frozen=True)
+class _LocalTableDelta:
+    """``TableDelta`` of the table at ``path`` of a local warehouse, through its ``DeltaStore``."""
+
+    delta: DeltaStore
+    path: Path
+
+    def alter(self, set_: Mapping[str, str], unset: Sequence[str]) -> None:
+        self.delta.alter(self.path, set_, unset)
+
+    def add_columns(self, columns: Sequence[ColumnSpec]) -> None:
+        self.delta.add_columns(self.path, columns)
+
+    def widen_columns(self, columns: Sequence[ColumnSpec]) -> None:
+        self.delta.widen_columns(self.path, columns)
+
+
+def alter_stored(
+    stored: StoredTable | StoredTableOn,
+    topics: TopicStore,
+    delta: TableDelta,
+    owners: TopicOwners,
+    set_: Mapping[str, str],
+    unset: Sequence[str],
+    *,
+    delete_topic: bool,
+    adopt_topic: bool,
+    default_bootstrap: str | None,
+    dry_run: bool,
+    force: bool,
+    add_columns: Sequence[ColumnSpec],
+    widen_columns: Sequence[ColumnSpec],
+) -> AlterResult:
+    """``alter_table`` of a table on any backend: its Delta changes made by ``delta``."""
     old = stored.spec
     _check_alterable(stored, set_, unset)
     check_new_columns(old, add_columns)
@@ -457,13 +569,12 @@ def alter_table(
     )
     new_props = {k: v for k, v in old.properties.items() if k not in unset} | dict(set_)
     new_log = resolve_log_store(new_props, stored.ref.name, default_bootstrap, old.primary_key)
-    owners = TopicOwners(warehouse, stores.delta, default_bootstrap)
     change = _topic_change(
-        stored, new_log, new_props, stores, owners, delete_topic=delete_topic,
+        stored, new_log, new_props, topics, owners, delete_topic=delete_topic,
         adopt_topic=adopt_topic,
     )  # fmt: skip
-    _validate_change(change, new_log, stores.topics)
-    _check_format_switch(stored, new_log, stores.topics)
+    _validate_change(change, new_log, topics)
+    _check_format_switch(stored, new_log, topics)
     result = AlterResult(
         stored.ref.name, dict(set_), list(unset), change, dry_run, writer, tuple(add_columns),
         tuple(widen_columns),
@@ -472,12 +583,12 @@ def alter_table(
         if add_columns:
             # Columns cannot be taken back (Delta drops one only with column mapping): added
             # first, before anything that may fail and roll back.
-            stores.delta.add_columns(stored.ref.path, add_columns)
+            delta.add_columns(add_columns)
         if widen_columns:
             # Like added columns, a wider type is never taken back.
-            stores.delta.widen_columns(stored.ref.path, widen_columns)
+            delta.widen_columns(widen_columns)
         if set_ or unset:
-            _apply_alter(stored, stores, set_, unset, change, new_log)
+            _apply_alter(stored, topics, delta, set_, unset, change, new_log)
     return result
 
 
@@ -556,7 +667,9 @@ def check_widened_columns(
     return widened
 
 
-def _check_format_switch(stored: StoredTable, new: LogStoreSpec | None, topics: TopicStore) -> None:
+def _check_format_switch(
+    stored: StoredTable | StoredTableOn, new: LogStoreSpec | None, topics: TopicStore
+) -> None:
     """A table's log format may change only while its topic holds no records: a downstream
     consumer (Flink's ``debezium-json`` source, say) reads one format per topic, so a topic
     holding both would fail it. logstore's own readers would cope (each record names its format)."""
@@ -592,10 +705,10 @@ def _topic_settings(log_spec: LogStoreSpec, props: Mapping[str, str]) -> tuple[A
 
 
 def _topic_change(
-    stored: StoredTable,
+    stored: StoredTable | StoredTableOn,
     new: LogStoreSpec | None,
     new_props: Mapping[str, str],
-    stores: Stores,
+    topics: TopicStore,
     owners: TopicOwners,
     *,
     delete_topic: bool,
@@ -632,14 +745,14 @@ def _topic_change(
     old_topic = old_log.topic if renamed and old_log is not None else None
     partitions, replication = new.partitions, new.replication
     wanted = topic_configs(new_props)
-    info = stores.topics.describe(new)
+    info = topics.describe(new)
     if info is None:
         return TopicChange(
             new.topic, "create", partitions, replication, wanted,
             old_topic=old_topic, old_topic_action=old_action,
         )  # fmt: skip
     if old_log is None or renamed:
-        records = _records(stores.topics.start_offsets(new), stores.topics.end_offsets(new))
+        records = _records(topics.start_offsets(new), topics.end_offsets(new))
         if records and not adopt_topic:
             raise _holds_records(new.topic, records, stored.ref.name)
     if partitions < info.partitions:
@@ -735,29 +848,30 @@ class _Journal:
 
 
 def _apply_alter(
-    stored: StoredTable,
-    stores: Stores,
+    stored: StoredTable | StoredTableOn,
+    topics: TopicStore,
+    delta: TableDelta,
     set_: Mapping[str, str],
     unset: Sequence[str],
     change: TopicChange | None,
     new: LogStoreSpec | None,
 ) -> None:
-    path, before = stored.ref.path, stored.state.properties
+    before = stored.state.properties
     journal = _Journal()
     try:
         if change is not None and change.action == "create" and new is not None:
             assert change.partitions is not None
-            stores.topics.create(new, change.partitions, change.replication, change.configs_set)
-            journal.did(f"created topic '{new.topic}'", lambda: stores.topics.delete(new))
-        stores.delta.alter(path, dict(set_), list(unset))
+            topics.create(new, change.partitions, change.replication, change.configs_set)
+            journal.did(f"created topic '{new.topic}'", lambda: topics.delete(new))
+        delta.alter(dict(set_), list(unset))
         restore = {k: before[k] for k in [*set_, *unset] if k in before}
         added = [k for k in set_ if k not in before]
         journal.did(
             f"changed the properties of '{stored.ref.name}'",
-            lambda: stores.delta.alter(path, restore, added),
+            lambda: delta.alter(restore, added),
         )
         if change is not None:
-            _apply_topic_steps(change, new, stored, stores, journal)
+            _apply_topic_steps(change, new, stored, topics, journal)
     except BaseException as exc:
         left = journal.roll_back()
         if left:
@@ -770,11 +884,10 @@ def _apply_alter(
 def _apply_topic_steps(
     change: TopicChange,
     new: LogStoreSpec | None,
-    stored: StoredTable,
-    stores: Stores,
+    stored: StoredTable | StoredTableOn,
+    topics: TopicStore,
     journal: _Journal,
 ) -> None:
-    topics = stores.topics
     if new is not None and change.action == "add-partitions" and change.partitions is not None:
         topics.add_partitions(new, change.partitions)
         journal.did(f"topic '{new.topic}' now has {change.partitions} partitions", None)
@@ -796,7 +909,9 @@ def _apply_topic_steps(
         topics.delete(old_log)
 
 
-def _check_alterable(stored: StoredTable, set_: Mapping[str, str], unset: Sequence[str]) -> None:
+def _check_alterable(
+    stored: StoredTable | StoredTableOn, set_: Mapping[str, str], unset: Sequence[str]
+) -> None:
     for key in [*set_, *unset]:
         if key.startswith(wh.MANAGED_PREFIX) or key in wh.MANAGED_KEYS:
             raise InvalidInputError(
@@ -826,7 +941,7 @@ def _check_alterable(stored: StoredTable, set_: Mapping[str, str], unset: Sequen
 @dataclass(frozen=True)
 class DropResult:
     table: str
-    path: Path
+    path: Path | str  # a local directory, or the table's URI on object storage
     topic: str | None  # the topic that was asked to be deleted
     topic_deleted: bool = False
     forced_past: LiveWriter | None = None  # the live writer --force went past
@@ -855,6 +970,25 @@ def drop_table(
     """Remove the table's directory (and with ``delete_topic`` its topic, unless another table
     uses it). ``spec`` is None for a directory left by an interrupted create-table. Refused while a
     live ingest writes the table, unless ``force`` (``check_no_live_writer``)."""
+    return drop_stored(
+        ref, ref.path, spec, stores.topics, lambda: stores.delta.drop(ref.path),
+        TopicOwners.of(warehouse, stores.delta, default_bootstrap),
+        delete_topic=delete_topic, force=force,
+    )  # fmt: skip
+
+
+def drop_stored(
+    ref: wh.TableRef | wh.StoredTable,
+    where: Path | str,
+    spec: TableSpec | None,
+    topics: TopicStore,
+    drop: Callable[[], None],
+    owners: TopicOwners,
+    *,
+    delete_topic: bool,
+    force: bool,
+) -> DropResult:
+    """``drop_table`` of a table on any backend: ``drop`` removes what is stored at ``where``."""
     log_spec = spec.log_store if spec is not None else None
     if delete_topic and spec is None:
         raise InvalidInputError(
@@ -865,14 +999,14 @@ def drop_table(
     exists = False
     if delete_topic and log_spec is not None:
         # Reach the broker before deleting anything, so a down broker leaves the table whole.
-        exists = stores.topics.describe(log_spec) is not None
+        exists = topics.describe(log_spec) is not None
         if exists:
             _check_deletable(
-                ref.name, log_spec, TopicOwners(warehouse, stores.delta, default_bootstrap),
+                ref.name, log_spec, owners,
                 hint="drop the table without --delete-topic; nothing was deleted",
             )  # fmt: skip
-    stores.delta.drop(ref.path)
+    drop()
     if exists and log_spec is not None:
-        stores.topics.delete(log_spec)
+        topics.delete(log_spec)
     asked = log_spec.topic if delete_topic and log_spec is not None else None
-    return DropResult(ref.name, ref.path, asked, topic_deleted=exists, forced_past=writer)
+    return DropResult(ref.name, where, asked, topic_deleted=exists, forced_past=writer)

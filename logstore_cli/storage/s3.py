@@ -292,6 +292,27 @@ class S3Storage:
                 return
             raise _failure("delete", self._where(key), exc) from None
 
+    def delete_all(self) -> int:
+        """Delete every object below this root, its prefix ('db/table/') and nothing else: how
+        many. Refused on a bucket's root (a warehouse's table is always some levels down)."""
+        if not self._segments:
+            raise WarehouseError(
+                f"refusing to delete everything in the bucket {self._bucket}",
+                hint="logstore deletes only below a table's own prefix",
+            )
+        prefix, deleted = self.prefix, 0
+        paginator = self._client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix):
+                for item in page.get("Contents", ()):
+                    key = str(item["Key"])
+                    if key.startswith(prefix):  # the server's answer, checked all the same
+                        self._client.delete_object(Bucket=self._bucket, Key=key)
+                        deleted += 1
+        except Exception as exc:
+            raise _failure("delete", f"s3://{self._bucket}/{prefix}", exc) from None
+        return deleted
+
     def exists(self, key: str) -> bool:
         try:
             self._client.head_object(Bucket=self._bucket, Key=self.key(key))

@@ -132,8 +132,8 @@ def test_cli_never_prints_a_secret_from_the_environment(
 
 @pytest.mark.parametrize(
     "uri",
-    ["s3a://bucket/warehouse", "abfss://c@acct.dfs.core.windows.net/wh", "gs://b/wh",
-     "hdfs://namenode:8020/wh", "hdfs:/wh", "file://otherhost/data/wh", "S3://b/w"],
+    ["abfss://c@acct.dfs.core.windows.net/wh", "gs://b/wh",
+     "hdfs://namenode:8020/wh", "hdfs:/wh", "file://otherhost/data/wh"],
 )  # fmt: skip
 def test_a_warehouse_uri_is_a_config_error_from_every_source(tmp_path: Path, uri: str) -> None:
     sources: list[tuple[str, dict[str, object], dict[str, str], dict[str, object]]] = [
@@ -145,8 +145,10 @@ def test_a_warehouse_uri_is_a_config_error_from_every_source(tmp_path: Path, uri
         with pytest.raises(ConfigError) as info:
             cfg.resolve(file, env, flags, source="logstore.toml")
         message = info.value.message
-        assert message.startswith(f"{where} must be a local or mounted POSIX directory")
-        assert "object storage is not supported for the warehouse" in message
+        assert message.startswith(
+            f"{where} must be a local or mounted POSIX directory, or s3://bucket/prefix"
+        )
+        assert "HDFS are not supported for the warehouse today" in message
         assert "docs/cluster.md" in message and repr(uri) in message
 
 
@@ -173,6 +175,44 @@ def test_paths_that_are_no_uri_stay_as_written(text: str) -> None:
     assert cfg.local_path(text, "--checkpoint") == text
 
 
+@pytest.mark.parametrize(
+    ("given", "resolved"),
+    [("s3://bucket-1/wh", "s3://bucket-1/wh"), ("s3a://bucket-1/a/b/", "s3://bucket-1/a/b"),
+     ("S3://bucket-1", "s3://bucket-1"), ("  s3://my.bucket/wh  ", "s3://my.bucket/wh")],
+)  # fmt: skip
+def test_an_s3_warehouse_is_accepted_from_every_source(given: str, resolved: str) -> None:
+    for file, env, flags in [
+        ({}, {"LOGSTORE_WAREHOUSE": given}, {}),
+        ({}, {}, {"warehouse": given}),
+        ({"warehouse": given}, {}, {}),
+    ]:
+        config = cfg.resolve(file, env, flags, source="logstore.toml")
+        assert config.warehouse == resolved and config.remote_warehouse
+    assert not cfg.resolve({}, {}).remote_warehouse
+
+
+@pytest.mark.parametrize(
+    ("uri", "problem"),
+    [("s3://bucket-1/a/../b", "'..'"), ("s3://bucket-1/a//b", "''"),
+     ("s3://bucket-1/%2e%2e/b", "percent-encoding"), ("s3://B/wh", "not an S3 bucket name"),
+     ("s3://bucket-1/wh?x=1", "'?' or '#'")],
+)  # fmt: skip
+def test_an_s3_warehouse_that_could_escape_its_prefix_is_refused(uri: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        cfg.resolve({}, {"LOGSTORE_WAREHOUSE": uri})
+    assert info.value.message.startswith("environment variable LOGSTORE_WAREHOUSE must be s3://")
+    assert problem in info.value.message
+
+
+@pytest.mark.parametrize("uri", ["s3://AKIAXX:s3cr3t@bucket/wh", "s3://AKIAXXs3cr3t@bucket/wh"])
+def test_an_s3_warehouse_with_credentials_in_it_is_refused_unshown(uri: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        cfg.resolve({"warehouse": uri}, {}, source="logstore.toml")
+    shown = f"{info.value.message} {info.value.hint}"
+    assert "credentials in the URI are not accepted" in shown
+    assert "s3cr3t" not in shown and "AKIAXX" not in shown and "s3://***@bucket/wh" in shown
+
+
 def test_a_config_built_directly_with_a_uri_is_refused_by_warehouse_path() -> None:
     with pytest.raises(ConfigError, match="object storage"):
         cfg.Config(warehouse="gs://b/wh").warehouse_path()
@@ -187,7 +227,7 @@ def test_local_path_names_what_it_was_given_for() -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["list", "--warehouse", "s3a://b/wh"],
+    [["list", "--warehouse", "gs://b/wh"],
      ["ingest", "db.t", "--source", "generate", "--total", "5", "--once",
       "--checkpoint", "s3a://b/chk"],
      ["read", "db.t", "--mode", "log", "--checkpoint", "gs://b/reader.json"]],
@@ -200,3 +240,4 @@ def test_cli_refuses_a_uri_path_with_exit_2(
     err = capsys.readouterr().err
     assert "not supported" in err and "docs/cluster.md" in err and "Traceback" not in err
     assert not (clean_env / "s3a:").exists() and not Path("s3a:").exists()
+    assert not (clean_env / "gs:").exists() and not Path("gs:").exists()

@@ -16,7 +16,7 @@ ALLOWED: dict[str, set[str]] = {
     "processes": set(),
     "names": {"errors"},
     "paths": {"errors"},
-    "config": {"errors", "model"},
+    "config": {"errors", "model", "storage"},  # storage.uri (pure): the warehouse URI
     "ddl": {"errors", "model", "names"},
     "logformat": {"errors"},
     "ingest": {"errors", "model", "names", "logformat"},

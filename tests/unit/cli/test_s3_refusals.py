@@ -1,0 +1,77 @@
+"""The commands that need Spark refuse an s3:// warehouse at once (issue 19 stage 2a): exit 2, one
+message naming the command and what runs there today, before anything is read or started."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from logstore_cli import config as cfg
+from logstore_cli.cli import app as app_module
+from logstore_cli.cli.options import S3_COMMANDS
+from logstore_cli.errors import EXIT_INVALID_INPUT
+
+
+def _run_main(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as info:
+        app_module.main(argv)
+    code = info.value.code
+    return code if isinstance(code, int) else -1
+
+
+@pytest.fixture
+def s3_warehouse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    for var in [*cfg.ENV_VARS, cfg.CONFIG_ENV]:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LOGSTORE_WAREHOUSE", "s3://bucket-1/wh")
+    monkeypatch.setenv("LOGSTORE_STATE_DIR", str(tmp_path / "state"))
+    # Nothing may be reached: an endpoint that no server listens on.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["ingest", "db.t", "--source", "generate", "--total", "5", "--once"],
+     ["read", "db.t", "--mode", "log"], ["verify", "db.t"], ["optimize", "db.t"],
+     ["vacuum", "db.t"], ["history", "db.t"]],
+    ids=lambda argv: argv[0],
+)  # fmt: skip
+def test_a_command_that_needs_spark_exits_2_on_s3(
+    s3_warehouse: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    sys.modules.pop("boto3", None)
+    assert _run_main(argv) == EXIT_INVALID_INPUT
+    err = capsys.readouterr().err
+    assert f"'{argv[0]}' does not run on an s3:// warehouse yet (issue 19 stage 2b)" in err
+    assert "create-table, list, describe" in err and "Traceback" not in err
+    assert "boto3" not in sys.modules  # refused before any storage was opened
+    assert list(s3_warehouse.iterdir()) == []  # no local directory made either
+
+
+def test_the_same_command_on_a_local_warehouse_is_not_refused(
+    s3_warehouse: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOGSTORE_WAREHOUSE", str(s3_warehouse / "wh"))
+    _run_main(["history", "db.t"])
+    err = capsys.readouterr().err
+    assert "s3://" not in err and "not found" in err
+
+
+def test_a_flag_overrides_an_s3_warehouse_of_the_environment(
+    s3_warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run_main(["history", "db.t", "--warehouse", str(s3_warehouse / "wh")])
+    assert "s3://" not in capsys.readouterr().err
+
+
+def test_the_commands_that_run_on_s3_are_commands() -> None:
+    import typer.main
+
+    group = typer.main.get_command(app_module.app)
+    assert isinstance(group, typer.core.TyperGroup)
+    names = set(group.list_commands(None))  # type: ignore[arg-type]
+    assert names >= S3_COMMANDS
