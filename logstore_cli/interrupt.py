@@ -5,6 +5,9 @@ Two modes, one handler for both signals:
 - **at once** (the default, from the first line the CLI runs): the signal raises KeyboardInterrupt
   where the main thread is, as Python's own Ctrl-C does; the CLI's edge reports "interrupted" and
   exits 130. Used while nothing is in flight that must finish (start-up, a JVM starting, a prompt).
+- **held** (inside ``held()``, a few lines long): the signal waits until the block ends, then acts
+  as it would have. For a step that must not be cut in half, such as starting a process whose
+  handle is the only way to stop it again.
 - **at the next safe point** (inside ``StopOnCtrlC``): the first signal sets ``requested`` and says
   the caller's message; the caller's loop notices it at its next safe point (after the epoch in
   flight, at a read's batch boundary); a second signal raises KeyboardInterrupt at once.
@@ -26,7 +29,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any, Self
 
@@ -50,6 +53,8 @@ class Signals:
         self._previous_fd = -1
         self._previous: dict[int, Any] = {}
         self._deferring: list[StopOnCtrlC] = []
+        self._holding = 0  # depth of ``held`` blocks
+        self._held: list[int] = []  # stop signals that arrived inside them, in order
 
     # -- set-up ----------------------------------------------------------------------------------
 
@@ -111,9 +116,26 @@ class Signals:
         if self.seen():
             raise KeyboardInterrupt
 
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Stop signals that arrive inside the block act when it ends (KeyboardInterrupt, or a
+        safe-point loop's request), not in the middle of it."""
+        self._holding += 1
+        try:
+            yield
+        finally:
+            self._holding -= 1
+        if self._holding == 0:
+            held, self._held = self._held, []
+            for signum in held:
+                self._handle(signum, None)
+
     # -- the handler ---------------------------------------------------------------------------
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self._holding:
+            self._held.append(signum)
+            return
         first = not self.received
         self.received.append(signum)
         deferring = self._deferring[-1] if self._deferring else None
@@ -151,6 +173,14 @@ def uninstall() -> None:
 
 def current() -> Signals | None:
     return _signals
+
+
+def held() -> contextlib.AbstractContextManager[None]:
+    """``Signals.held`` of the installed handler; nothing to hold without one (or outside the main
+    thread, where no signal handler runs)."""
+    if _signals is None or threading.current_thread() is not threading.main_thread():
+        return contextlib.nullcontext()
+    return _signals.held()
 
 
 def reassert() -> None:

@@ -7,6 +7,7 @@ green run must mean the real parts were exercised.
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 
@@ -25,6 +26,7 @@ pytest_plugins = [
 ]
 
 TESTS = Path(__file__).parent
+SPARK_CONF_DIR = TESTS / "spark-conf"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -38,6 +40,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # here is reset to the default in every child at exec.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # JVM settings for short-lived Spark JVMs and tiny tables, in every Spark JVM the tests start
+    # (subprocesses inherit it): tests/spark-conf/spark-defaults.conf says which and why. Not the
+    # developer's own conf dir.
+    os.environ["SPARK_CONF_DIR"] = str(SPARK_CONF_DIR)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -260,8 +260,11 @@ def _gateway_stopped_if_cut_short() -> Iterator[None]:
     real = java_gateway.Popen  # type: ignore[attr-defined]
 
     def recording_popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
-        proc = real(*args, **kwargs)
-        launched.append(proc)
+        # Held: a stop raised inside Popen, after the fork and before it returns (a loaded
+        # machine), would lose the only handle on a JVM that then never exits.
+        with interrupt.held():
+            proc = real(*args, **kwargs)
+            launched.append(proc)
         return proc
 
     java_gateway.Popen = recording_popen  # type: ignore[attr-defined,assignment]

@@ -84,10 +84,11 @@ def _interrupt_when(
     stdin: int | None = subprocess.DEVNULL,
     signum: int = signal.SIGINT,
     env: dict[str, str] | None = None,
+    sent: Callable[[], None] = lambda: None,
 ) -> tuple[subprocess.CompletedProcess[str], set[int]]:
     """Run the CLI, send SIGINT to its process group (a terminal's Ctrl-C) or another signal to
-    the CLI alone (a supervisor's SIGTERM) once ``ready``; its result and the pids of every
-    process it started."""
+    the CLI alone (a supervisor's SIGTERM) once ``ready``, then call ``sent``; its result and the
+    pids of every process it started."""
     proc = subprocess.Popen(
         args, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, env=env,
@@ -106,6 +107,7 @@ def _interrupt_when(
             os.killpg(proc.pid, signal.SIGINT)
         else:
             os.kill(proc.pid, signum)
+        sent()
         try:
             # Would hang, not fail, if a JVM outlived the CLI holding the pipes.
             out, err = proc.communicate(timeout=EXIT_DEADLINE_S)
@@ -161,6 +163,55 @@ def test_ctrl_c_during_create_table(moment: str, signum: int, tmp_path: Path) ->
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert wh.has_committed_version(table)
+
+
+# Loaded into the CLI (sitecustomize): Popen returns from starting PySpark's JVM launcher only
+# once the test has sent its signal, as a machine too loaded to schedule the CLI in time does.
+SLOW_POPEN = """
+import subprocess, time
+from pathlib import Path
+
+_real = subprocess.Popen._execute_child
+
+
+def _execute_child(self, args, *rest, **kw):
+    _real(self, args, *rest, **kw)
+    if "spark-submit" in " ".join(map(str, args)):
+        deadline = time.monotonic() + {wait_s!r}
+        while not Path({sent!r}).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+subprocess.Popen._execute_child = _execute_child
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_as_the_jvm_launcher_is_forked_leaves_no_jvm(signum: int, tmp_path: Path) -> None:
+    """The stop lands inside PySpark's ``Popen`` of the JVM, after the fork and before it returns:
+    the CLI must still end that JVM (once failed 1 run in 3 of the jvm-starting cases above on a
+    loaded machine: the JVM outlived the CLI, holding its output)."""
+    hook, sent = tmp_path / "hook", tmp_path / "sent"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        SLOW_POPEN.format(wait_s=START_DEADLINE_S, sent=str(sent))
+    )
+    path = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH")) if p)
+    warehouse = tmp_path / "wh"
+    create = _cli("create-table", "--sql", DDL, "--warehouse", str(warehouse))
+
+    def launched(proc: subprocess.Popen[str]) -> bool:  # spark-submit, spark-class or the JVM
+        # (each execs the next within milliseconds: a poll may see any of them)
+        return any(b"spark" in _cmdline(p) for p in _descendants(proc.pid))
+
+    result, started = _interrupt_when(
+        create, launched, "the JVM launcher", signum=signum,
+        env={**os.environ, "PYTHONPATH": path}, sent=sent.touch,
+    )  # fmt: skip
+    _assert_interrupted(result, signum)
+    assert started
+    _wait_until(lambda: not any(_alive(p) for p in started), EXIT_DEADLINE_S, "the JVM to exit")
+    assert not wh.has_committed_version(warehouse / "db" / "t")
 
 
 def test_ctrl_c_at_the_drop_confirmation(tmp_path: Path) -> None:

@@ -63,6 +63,20 @@ def test_session_keeps_its_warehouse_and_logs_in_its_work_dir(spark: SparkSessio
     assert driver_logs and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in driver_logs)
 
 
+def test_the_tests_spark_defaults_reach_the_session_and_the_cli_jobs(spark: SparkSession) -> None:
+    """tests/spark-conf (SPARK_CONF_DIR, set by tests/conftest.py) is read by every Spark JVM the
+    tests start: without it each JVM would quietly take about twice the CPU."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    flags = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "-XX:TieredStopAtLevel=1" in flags and "-XX:+UseSerialGC" in flags, flags
+    shown = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.environ['SPARK_CONF_DIR'])"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert (Path(shown.stdout.strip()) / "spark-defaults.conf").is_file()
+
+
 def test_create_table_leaves_nothing_in_the_current_directory(tmp_path: Path) -> None:
     cwd, state = tmp_path / "cwd", tmp_path / "state"
     cwd.mkdir()

@@ -118,6 +118,36 @@ def test_inside_the_loop_the_first_signal_asks_and_the_second_raises(
     assert signal.getsignal(signal.SIGINT) == installed._handle
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_inside_a_held_block_acts_when_the_block_ends(
+    installed: interrupt.Signals, signum: int
+) -> None:
+    """What starting the JVM needs: the stop must not cut Popen between its fork and its return."""
+    finished = False
+    with pytest.raises(KeyboardInterrupt), interrupt.held():
+        signal.raise_signal(signum)
+        with interrupt.held():  # nested: only the outer block's end acts
+            signal.raise_signal(signum)
+        finished = True
+    assert finished and installed.first == signum and installed._held == []
+
+
+def test_a_stop_held_inside_a_safe_point_loop_is_its_request(installed: interrupt.Signals) -> None:
+    said: list[str] = []
+    with StopOnCtrlC(said.append, "stopping after the epoch") as stop:
+        with interrupt.held():
+            signal.raise_signal(signal.SIGINT)
+            assert not stop.requested.is_set()
+        assert stop.requested.is_set() and said == ["stopping after the epoch"]
+
+
+def test_nothing_is_held_without_an_installed_handler() -> None:
+    assert interrupt.current() is None
+    with pytest.raises(KeyboardInterrupt), interrupt.held():
+        signal.raise_signal(signal.SIGINT)  # Python's own handler: at once
+        pytest.fail("not interrupted at once")
+
+
 def test_uninstall_restores_the_handlers() -> None:
     before = {s: signal.getsignal(s) for s in interrupt.STOP_SIGNALS}
     interrupt.install()
