@@ -105,20 +105,21 @@ def resolve_log_store(
     return resolve(_honoured_formats(props, name), name, options, primary_key=primary_key)
 
 
-# The record formats a stored table may name, and the format logstore wrote whatever it named:
-# before the formats were honoured (2026-11) any value was stored and every record was json.
-_FORMAT_KEYS = {"log.format": ("json", "debezium-json"), "log-store.data-format": ("json", "debezium-json"),
-                "log.key.format": ("json",)}  # fmt: skip
+# The record-format keys: before they were honoured (2026-11) any value was stored, and every
+# record was json whatever the value said.
+_FORMAT_KEYS = ("log.format", "log-store.data-format", "log.key.format")
 
 
 def _honoured_formats(props: Mapping[str, str], name: str) -> dict[str, str]:
     """The stored properties with a record format logstore does not know read as ``json``, what an
     older logstore wrote for it, with a warning: refusing it would leave the table unreadable and
     unalterable (every command loads the table first)."""
+    from logstore_cli.ddl import registry
+
     fixed = dict(props)
-    for key, valid in _FORMAT_KEYS.items():
+    for key in _FORMAT_KEYS:
         value = fixed.get(key)
-        if value is not None and value.lower() not in valid:
+        if value is not None and value.lower() not in registry.get(key).allowed:
             fixed[key] = "json"
             _log.warning(
                 "table %s stores %r = %r, which an older logstore accepted but did not honour: "
