@@ -426,6 +426,9 @@ class KafkaLogSink:
         value = F.to_json(F.struct(*[F.col(_name(c)).alias(c) for c in self.columns]), opts)
         # debezium-json wraps the row: count its envelope (33 bytes, either kind) too.
         size = F.octet_length(value) + F.lit(0 if self.fmt is LogFormat.JSON else _ENVELOPE_BYTES)
+        if self.tombstones:
+            # A -D is sent as its key alone (a tombstone): its row never reaches the topic.
+            size = F.when(F.col(plan.KIND) == F.lit(RowKind.DELETE.value), F.lit(0)).otherwise(size)
         if self.keys:
             key = F.to_json(F.struct(*[F.col(_name(k)).alias(k) for k in self.keys]), opts)
             size = size + F.octet_length(key)

@@ -14,6 +14,7 @@ from tests import jobrun
 from tests.deltalog import write_table
 
 from .ingest_support import (
+    COLUMNS,
     assert_log_reads_equal_delta,
     check_protocol,
     delta_state,
@@ -60,4 +61,44 @@ def test_a_record_too_large_for_the_topic_is_quarantined_and_the_job_goes_on(
     table = load_table(warehouse, "shop.orders").spec
     counts = check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
     assert counts["changes"] == 19
+    assert_log_reads_equal_delta(warehouse, "shop.orders")
+
+
+def test_a_delete_sent_as_a_tombstone_is_sized_by_its_key_alone(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> None:
+    # Paimon's defaults for a keyed table: debezium-json in upsert mode, so a -D is its key with a
+    # null value. A delete whose source image is far over the topic's limit still fits as that.
+    warehouse = tmp_path / "wh"
+    ddl = (
+        f"CREATE TABLE shop.orders ({COLUMNS}, PRIMARY KEY (id) NOT ENFORCED) WITH ("
+        f"'log.system' = 'kafka', 'kafka.bootstrap.servers' = '{kafka_bootstrap}', "
+        f"'kafka.topic' = '{topic_name}', 'log.system.partitions' = '2');"
+    )
+    path = write_table(warehouse, ddl)
+    with KafkaAdmin(kafka_bootstrap, timeout_s=15) as admin:
+        admin.create_topic(topic_name, 2, 1, {"max.message.bytes": str(TOPIC_MAX)})
+    rows = [{"id": i, "name": f"n{i}", "qty": i, "price": "1.50", "op": "+I"} for i in range(10)]
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    huge = "x" * (2 * TOPIC_MAX)
+    deletes = [
+        {"id": 3, "name": huge, "qty": 3, "price": "1.50", "op": "-D"},  # a tombstone: kept
+        {"id": 7, "name": huge, "qty": 7, "price": "1.50", "op": "+U"},  # a whole row: too large
+    ]
+    (src / "part-1.json").write_text("".join(json.dumps(r) + "\n" for r in deletes))
+
+    code, _, err = jobrun.finish(_ingest(warehouse, src, tmp_path, "tombstone"))
+    assert code == 0, err[-3000:]
+
+    files = list((path / "_logstore" / "quarantine" / "tombstone").glob("*.jsonl"))
+    quarantined = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    assert [json.loads(q["raw"])["id"] for q in quarantined] == [7]
+    state = delta_state(path)
+    assert sorted(state) == [i for i in range(10) if i != 3]
+    assert state[7]["name"] == "n7"
+    records = read_log(kafka_bootstrap, topic_name)
+    tombstones = [r for r in records if dict(r.headers).get("logstore.kind") == b"-D"]
+    assert [(json.loads(r.key)["id"], r.value) for r in tombstones] == [(3, None)]
     assert_log_reads_equal_delta(warehouse, "shop.orders")
