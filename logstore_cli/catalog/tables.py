@@ -7,7 +7,6 @@ handed in by the caller, so this package imports no Kafka client.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -21,9 +20,8 @@ from logstore_cli.kafka.types import TopicInfo
 from logstore_cli.model import ColumnSpec, LogStoreSpec, TableSpec, redact
 
 if TYPE_CHECKING:  # annotations only: a local warehouse's commands never load the seam
+    from logstore_cli.ddl.options import DefaultBootstrap
     from logstore_cli.storage import Storage
-
-_log = logging.getLogger(__name__)
 
 
 class TopicReader(Protocol):
@@ -43,12 +41,14 @@ class StoredTable:
     spec: TableSpec
 
 
-def load_table(warehouse: Path, name: str, *, default_bootstrap: str | None = None) -> StoredTable:
+def load_table(
+    warehouse: Path, name: str, *, default_bootstrap: DefaultBootstrap = None
+) -> StoredTable:
     """The table ``name`` of the warehouse, its model rebuilt from its Delta metadata."""
     return load_ref(wh.find_table(warehouse, name), default_bootstrap=default_bootstrap)
 
 
-def load_ref(ref: wh.TableRef, *, default_bootstrap: str | None = None) -> StoredTable:
+def load_ref(ref: wh.TableRef, *, default_bootstrap: DefaultBootstrap = None) -> StoredTable:
     """The committed table ``ref`` points at, read once."""
     state = wh.read_delta(ref.path)
     return StoredTable(ref, state, spec_from_delta(ref, state, default_bootstrap))
@@ -64,7 +64,7 @@ class StoredTableOn:
 
 
 def load_table_on(
-    warehouse: Storage, name: str, *, default_bootstrap: str | None = None
+    warehouse: Storage, name: str, *, default_bootstrap: DefaultBootstrap = None
 ) -> StoredTableOn:
     """``load_table`` on a warehouse on any ``Storage``."""
     ref = wh.find_table_on(warehouse, name)
@@ -73,7 +73,7 @@ def load_table_on(
 
 
 def spec_from_delta(
-    ref: wh.TableRef | wh.StoredTable, state: wh.DeltaState, default_bootstrap: str | None
+    ref: wh.TableRef | wh.StoredTable, state: wh.DeltaState, default_bootstrap: DefaultBootstrap
 ) -> TableSpec:
     """Rebuild the table's model from its Delta metadata."""
     props = wh.user_properties(state.properties)
@@ -94,7 +94,7 @@ def spec_from_delta(
 def resolve_log_store(
     props: Mapping[str, str],
     name: str,
-    default_bootstrap: str | None,
+    default_bootstrap: DefaultBootstrap,
     primary_key: Sequence[str],
 ) -> LogStoreSpec | None:
     """The log store a stored table's properties declare (None when off)."""
@@ -121,7 +121,9 @@ def _honoured_formats(props: Mapping[str, str], name: str) -> dict[str, str]:
         value = fixed.get(key)
         if value is not None and value.lower() not in registry.get(key).allowed:
             fixed[key] = "json"
-            _log.warning(
+            import logging  # only here: most commands never log (cli/logs.py)
+
+            logging.getLogger(__name__).warning(
                 "table %s stores %r = %r, which an older logstore accepted but did not honour: "
                 "its log holds json records, so it is read as 'json'; to say so, run: "
                 "logstore alter-table %s --set '%s=json'",
@@ -273,7 +275,9 @@ class TableListing:
         }
 
 
-def list_tables(warehouse: Path, *, default_bootstrap: str | None = None) -> list[TableListing]:
+def list_tables(
+    warehouse: Path, *, default_bootstrap: DefaultBootstrap = None
+) -> list[TableListing]:
     """Every table of the warehouse; one that cannot be read is a row with its error."""
     return [
         _listing(ref.name, ref.path, ref.committed, partial(wh.read_delta, ref.path),
@@ -283,7 +287,7 @@ def list_tables(warehouse: Path, *, default_bootstrap: str | None = None) -> lis
 
 
 def list_tables_on(
-    warehouse: Storage, *, default_bootstrap: str | None = None
+    warehouse: Storage, *, default_bootstrap: DefaultBootstrap = None
 ) -> list[TableListing]:
     """``list_tables`` of a warehouse on any ``Storage``."""
     return [
@@ -298,7 +302,7 @@ def _listing(
     path: Path | str,
     committed: bool,
     read: Callable[[], wh.DeltaState],
-    default_bootstrap: str | None,
+    default_bootstrap: DefaultBootstrap,
 ) -> TableListing:
     if not committed:
         return TableListing(

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import traceback
 from typing import Annotated
 
 import typer
@@ -307,6 +306,8 @@ def _show_usage_error(exc: typer.TyperException) -> None:
 
 
 def _print_traceback(exc: BaseException) -> None:
+    import traceback
+
     traceback.print_exception(exc, file=sys.stderr)
 
 

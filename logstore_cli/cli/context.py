@@ -58,17 +58,22 @@ class Context:
         # a cluster: every node's address
         return local_state.local_bootstrap(home) or local_state.last_local_bootstrap(home)
 
+    def bootstrap_lookup(self) -> str | None:
+        """``default_bootstrap`` as a lookup for the DDL stages: the local broker's state files
+        are read only for a table without an address of its own."""
+        return self.default_bootstrap
+
     def load_table(self, name: str) -> StoredTable:
         """The table ``name`` of the warehouse, its model rebuilt from its Delta metadata."""
         from logstore_cli.catalog.tables import load_table
 
-        return load_table(self.warehouse, name, default_bootstrap=self.default_bootstrap)
+        return load_table(self.warehouse, name, default_bootstrap=self.bootstrap_lookup)
 
     def load_table_on(self, name: str) -> StoredTableOn:
         """``load_table`` of a warehouse on object storage."""
         from logstore_cli.catalog.tables import load_table_on
 
-        return load_table_on(self.storage, name, default_bootstrap=self.default_bootstrap)
+        return load_table_on(self.storage, name, default_bootstrap=self.bootstrap_lookup)
 
     def load_any(self, name: str) -> StoredTable | StoredTableOn:
         """The table ``name``, wherever the warehouse is."""

@@ -42,7 +42,7 @@ def validate(
     out = Output(json_mode=json_)
     text, name = read_ddl(file)
     ctx = make_context(overrides)
-    options = ParseOptions(default_bootstrap_servers=ctx.default_bootstrap)
+    options = ParseOptions(default_bootstrap_servers=ctx.bootstrap_lookup)
     result = parse_document(text, name, options)
     out.diagnostics(result.diagnostics)
     if result.errors:

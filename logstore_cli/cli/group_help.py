@@ -70,6 +70,8 @@ def _console() -> Console:
     width = os.getenv("TERMINAL_WIDTH")
     return Console(
         theme=_THEME,
+        # No ':name:' emoji codes in our help texts; rendering them would load Rich's emoji table.
+        emoji=False,
         highlighter=_options,
         color_system="auto",
         force_terminal=False if os.getenv("_TYPER_FORCE_DISABLE_TERMINAL") else (force or None),

@@ -11,7 +11,6 @@ window or hide text.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -92,6 +91,8 @@ class Output:
         already did.
         """
         if self.json_mode:
+            import json
+
             sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
             sys.stdout.flush()
         elif render is not None:
@@ -102,6 +103,8 @@ class Output:
         line on stdout, flushed at once so that a reader sees it while the command runs. People get
         progress from ``status`` and ``info`` instead."""
         if self.json_mode:
+            import json
+
             sys.stdout.write(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
             sys.stdout.flush()
 

@@ -60,7 +60,7 @@ def _parse(ctx: Context, text: str, filename: str) -> list[TableSpec]:
     from logstore_cli.ddl import ParseOptions, parse_ddl
 
     # A text without any CREATE TABLE is a DDLError of its own.
-    return parse_ddl(text, filename, ParseOptions(default_bootstrap_servers=ctx.default_bootstrap))
+    return parse_ddl(text, filename, ParseOptions(default_bootstrap_servers=ctx.bootstrap_lookup))
 
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
@@ -238,10 +238,10 @@ def list_tables(
         from logstore_cli.catalog.tables import list_tables_on
 
         where: object = ctx.config.warehouse
-        rows = list_tables_on(ctx.storage, default_bootstrap=ctx.default_bootstrap)
+        rows = list_tables_on(ctx.storage, default_bootstrap=ctx.bootstrap_lookup)
     else:
         where = ctx.warehouse
-        rows = list_catalog(ctx.warehouse, default_bootstrap=ctx.default_bootstrap)
+        rows = list_catalog(ctx.warehouse, default_bootstrap=ctx.bootstrap_lookup)
     for row in rows:
         if row.error:
             out.warning(f"{row.name}: {first_line(row.error)}")  # --json has the whole text

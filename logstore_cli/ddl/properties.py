@@ -312,7 +312,7 @@ class _Checker:
         if address is None and self.unusable & {"log-store.address", "kafka.bootstrap.servers"}:
             return None  # given, but elided or invalid: already reported
         if address is None:
-            value = self.options.default_bootstrap_servers
+            value = self.options.bootstrap_default()
             if not value:
                 self.problem(
                     f"the log store is on ('{switch}') but no Kafka broker address is set; add "

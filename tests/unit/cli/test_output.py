@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -171,3 +173,26 @@ def test_logging_with_verbose_shows_debug_and_library_warnings(
     assert err.count("asked the broker [/red]") == 1
     assert "DEBUG" in err and "py4j warns" in err
     assert "py4j chatter" not in err
+
+
+def test_the_log_handler_is_installed_when_logging_is_first_imported() -> None:
+    """Commands that never log do not import ``logging`` (cli/logs.py); a module that imports it
+    later still gets the handler before its first record: ours as ``warning:``, others silent."""
+    code = (
+        "import sys\n"
+        "from logstore_cli.cli.logs import setup_logging\n"
+        "assert 'logging' not in sys.modules, 'loaded before setup'\n"
+        "setup_logging(verbose=False)\n"
+        "assert 'logging' not in sys.modules, 'loaded by setup'\n"
+        "import logging\n"
+        "logging.getLogger('logstore_cli.catalog').warning('ours %s', 1)\n"
+        "logging.getLogger('py4j').error('theirs')\n"
+        "print(len(logging.getLogger().handlers))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"
+    assert "warning: ours 1" in done.stderr
+    assert "theirs" not in done.stderr

@@ -25,9 +25,12 @@ BASE = frozenset({"__main__", "interrupt", "errors", "cli", "cli.app", "cli.lazy
 # A command with options: its flags from the config's declarations; and what the root's callback
 # sets up before any command runs (log records to stderr).
 OPTIONS = frozenset({"cli.options", "config", "model", "cli.logs"})
-# The configuration, and the address of the local broker ("logstore broker start") a table without
-# one of its own resolves to, read from its state files (not local_broker: no JVM launcher).
-CONTEXT = frozenset({"cli.context", "names", "paths", "kafka", "kafka.local_state"})
+# The configuration.
+CONTEXT = frozenset({"cli.context", "names", "paths"})
+# The address of the local broker ("logstore broker start"), read from its state files (not
+# local_broker: no JVM launcher): only for a table without an address of its own (none below has
+# one, but 'status' looks the broker up for the topic).
+LOCAL_BROKER = frozenset({"kafka", "kafka.local_state"})
 # The property registry and log-store resolution, without the DDL parser (and without sqlglot).
 PROPERTIES = frozenset(
     {"ddl", "ddl.options", "ddl.registry", "ddl.properties", "ddl.delta_properties"}
@@ -39,7 +42,7 @@ PARSER = frozenset(
 # A stored table: the warehouse layout, its Delta metadata (delta-rs) and the model rebuilt from it.
 CATALOG = frozenset(
     {"cli.tables", "catalog", "catalog.warehouse", "catalog.tables", "catalog.schema"}
-    | {"kafka.types"}
+    | {"kafka", "kafka.types"}
 )
 # What 'status' adds: lease, the epochs Delta records (their wire metadata), the job's paths.
 STATUS = frozenset(
@@ -68,8 +71,9 @@ VACUUM = frozenset({"cli.vacuum", "catalog.vacuum", "catalog.epochs"}) | (HISTOR
 NEVER = frozenset({"pyspark", "py4j", "delta", "confluent_kafka", "pydantic", "boto3", "botocore"})
 # ... nor, with no config file (none here: LOGSTORE_CONFIG is unset), the TOML parser.
 NEVER |= {"tomllib"}
-# Libraries some commands below need and the others must not load.
-HEAVY_ELSEWHERE = frozenset({"sqlglot", "deltalake", "pyarrow"})
+# Libraries some commands below need and the others must not load; ``logging`` costs a quarter of
+# Typer and Rich, and the log handler waits for it (cli/logs.py).
+HEAVY_ELSEWHERE = frozenset({"sqlglot", "deltalake", "pyarrow", "logging"})
 
 TABLE = "shop.orders"
 ROWS_TABLE = "shop.items"  # a table with rows, for read
@@ -92,7 +96,13 @@ CASES: dict[str, tuple[list[str], dict[str, str], frozenset[str], frozenset[str]
         BASE | OPTIONS | {"cli.ddl"} | CONTEXT | PROPERTIES | PARSER,
         frozenset(),
     ),
-    "validate --help": (["validate", "--help"], {}, BASE | OPTIONS | {"cli.ddl"}, frozenset()),
+    # Typer draws a command's help (its renderer loads Rich's tracebacks, and they logging).
+    "validate --help": (
+        ["validate", "--help"],
+        {},
+        BASE | OPTIONS | {"cli.ddl"},
+        frozenset({"logging"}),
+    ),
     "properties": (["properties"], {}, BASE | OPTIONS | {"cli.ddl"} | PROPERTIES, frozenset()),
     "list": (
         ["list"],
@@ -109,28 +119,28 @@ CASES: dict[str, tuple[list[str], dict[str, str], frozenset[str], frozenset[str]
     "status": (
         ["status", TABLE, "--no-topic"],
         {},
-        BASE | OPTIONS | CONTEXT | PROPERTIES | CATALOG | STATUS,
-        frozenset({"deltalake"}),  # the epochs Delta records (transaction versions)
+        BASE | OPTIONS | CONTEXT | LOCAL_BROKER | PROPERTIES | CATALOG | STATUS,
+        frozenset({"deltalake", "logging"}),  # the epochs Delta records (transaction versions)
     ),
     "history": (
         ["history", TABLE],
         {},
         BASE | OPTIONS | CONTEXT | HISTORY,
-        frozenset({"deltalake"}),
+        frozenset({"deltalake", "logging"}),
     ),
     # delta-rs and Arrow, no JVM: a PATH without java and a JAVA_HOME that is none (issue 20)
     "read --mode file": (
         ["read", ROWS_TABLE, "--mode", "file", "--changes", "-o", "jsonl"],
         {"PATH": "/nonexistent", "JAVA_HOME": "/nonexistent/java"},
         BASE | OPTIONS | CONTEXT | PROPERTIES | CATALOG | READ,
-        frozenset({"deltalake", "pyarrow"}),
+        frozenset({"deltalake", "pyarrow", "logging"}),
     ),
     # A table without a log store: no broker to ask where its log starts (confluent_kafka).
     "vacuum": (
         ["vacuum", PLAIN_TABLE, "--dry-run"],
         {},
         BASE | OPTIONS | CONTEXT | PROPERTIES | CATALOG | VACUUM,
-        frozenset({"deltalake"}),
+        frozenset({"deltalake", "logging"}),
     ),
     "complete a command name": (
         [],

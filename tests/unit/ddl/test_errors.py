@@ -524,3 +524,20 @@ def test_secrets_never_shown(text: str) -> None:
     shown = "\n".join(d.render() for d in info.value.diagnostics) + str(info.value)
     assert "hunter2" not in shown
     assert "*******" in shown  # the value is starred out in the excerpt, same length
+
+
+def test_a_default_broker_lookup_runs_only_for_a_table_without_an_address() -> None:
+    asked: list[int] = []
+
+    def lookup() -> str | None:
+        asked.append(1)
+        return "b2:9092"
+
+    options = ParseOptions(default_bootstrap_servers=lookup)
+    own = "CREATE TABLE a (x INT) WITH ('log.system' = 'kafka', 'kafka.topic' = 'a', "
+    own += "'kafka.bootstrap.servers' = 'b1:9')"
+    (t,) = parse_ddl(own, options=options)
+    assert t.log_store is not None and t.log_store.address == "b1:9" and not asked
+    other = "CREATE TABLE b (x INT) WITH ('log.system' = 'kafka', 'kafka.topic' = 'b')"
+    (t,) = parse_ddl(other, options=options)
+    assert t.log_store is not None and t.log_store.address == "b2:9092" and asked == [1]
