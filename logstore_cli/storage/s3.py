@@ -303,12 +303,28 @@ class S3Storage:
         prefix, deleted = self.prefix, 0
         paginator = self._client.get_paginator("list_objects_v2")
         try:
+            # A listing page holds at most 1,000 keys, what one DeleteObjects takes.
             for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix):
-                for item in page.get("Contents", ()):
-                    key = str(item["Key"])
-                    if key.startswith(prefix):  # the server's answer, checked all the same
-                        self._client.delete_object(Bucket=self._bucket, Key=key)
-                        deleted += 1
+                keys = [str(item["Key"]) for item in page.get("Contents", ())]
+                # The server's answer, checked all the same: nothing outside the prefix.
+                batch = [{"Key": key} for key in keys if key.startswith(prefix)]
+                if not batch:
+                    continue
+                answer = self._client.delete_objects(
+                    Bucket=self._bucket, Delete={"Objects": batch, "Quiet": True}
+                )
+                if errors := answer.get("Errors"):
+                    first = errors[0]
+                    raise WarehouseError(
+                        f"could not delete {len(errors)} of {len(batch)} objects under "
+                        f"s3://{self._bucket}/{prefix}: {first.get('Key')}: "
+                        f"{first.get('Code')} {first.get('Message', '')}".rstrip(),
+                        hint="check the credentials' delete permission on the prefix, then "
+                        "run the command again (what was deleted stays deleted)",
+                    )
+                deleted += len(batch)
+        except WarehouseError:
+            raise
         except Exception as exc:
             raise _failure("delete", f"s3://{self._bucket}/{prefix}", exc) from None
         return deleted

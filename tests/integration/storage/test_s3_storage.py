@@ -70,3 +70,22 @@ def test_wrong_keys_are_reported_without_the_secret(
     text = f"{caught.value.message} {caught.value.hint}"
     assert "access denied" in text
     assert "wrong-s3cr3t" not in text and s3_server.secret_access_key not in text
+
+
+def test_delete_all_takes_every_page_and_nothing_outside_its_prefix(
+    storage: S3Storage, s3_bucket: str
+) -> None:
+    # More keys than one listing page and one DeleteObjects request hold (1,000).
+    from concurrent.futures import ThreadPoolExecutor
+
+    table = storage.child("db").child("t")
+    names = [f"part-{i:05d}" for i in range(1_005)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda n: table.write(f"data/{n}", b"x"), names))
+    storage.child("db").write("t2/keep", b"1")  # a sibling whose name extends the table's
+    storage.child("db").write("tx", b"1")
+    assert table.delete_all() == len(names)
+    client: Any = storage._client
+    keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket=s3_bucket)["Contents"])
+    assert keys == ["warehouse/db/t2/keep", "warehouse/db/tx"]
+    assert table.delete_all() == 0
