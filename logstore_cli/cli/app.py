@@ -130,6 +130,12 @@ COMMANDS = (
         "only).",
     ),
     _cli(
+        "pulsar",
+        "pulsar",
+        "app",
+        "Start, stop and inspect a local Apache Pulsar standalone (loopback only).",
+    ),
+    _cli(
         "spark",
         "spark",
         "app",

@@ -28,10 +28,15 @@ class Classpath(StrEnum):
 
     SPARK = "spark"  # Delta and Spark's Kafka connector, added to pyspark's own jars
     KAFKA = "kafka"  # the local Kafka broker
+    PULSAR = "pulsar"  # the local Pulsar standalone (issue 23), ~240 MB: only when started
 
     @property
     def pom(self) -> str:
-        return {"spark": "spark-deps.xml", "kafka": "kafka-broker.xml"}[self.value]
+        return {
+            "spark": "spark-deps.xml",
+            "kafka": "kafka-broker.xml",
+            "pulsar": "pulsar-standalone.xml",
+        }[self.value]
 
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"

@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from logstore_cli import processes
-from logstore_cli.errors import BrokerError, InvalidInputError, SetupError, StateDirError
+from logstore_cli.errors import BrokerError, InvalidInputError, StateDirError
+from logstore_cli.jvm.java import java_executable as java_executable
 
 # What a start records, and reading it back: local_state.py, re-exported (this module's API).
 from logstore_cli.kafka.local_state import (
@@ -75,6 +76,7 @@ from logstore_cli.processes import port_is_free
 from logstore_cli.processes import tail as _tail
 from logstore_cli.processes import tail_file as _tail_file
 from logstore_cli.processes import wait_gone as _wait_gone
+from logstore_cli.processes import write_private as _write_private
 
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
@@ -92,19 +94,6 @@ class Stopped:
     pid: int
     bootstrap: str
     forced: bool
-
-
-def java_executable() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").is_file():
-        return str(Path(java_home) / "bin" / "java")
-    java = shutil.which("java")
-    if java is None:
-        raise SetupError(
-            "no Java runtime found (JAVA_HOME is unset and 'java' is not on PATH)",
-            hint="install a Java 17 runtime (e.g. 'apt-get install openjdk-17-jre-headless')",
-        )
-    return java
 
 
 def free_port() -> int:
@@ -445,20 +434,6 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink()
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Replace ``path`` atomically with a 0600 file (readers never see half of it)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _wait_until_up(proc: subprocess.Popen[bytes], info: BrokerInfo, timeout_s: float) -> None:
