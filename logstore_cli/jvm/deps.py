@@ -28,10 +28,29 @@ class Classpath(StrEnum):
 
     SPARK = "spark"  # Delta and Spark's Kafka connector, added to pyspark's own jars
     KAFKA = "kafka"  # the local Kafka broker
+    # hadoop-aws and its AWS SDK bundle (about 560 MB), added to SPARK for a warehouse on S3 only
+    S3 = "s3"
 
     @property
     def pom(self) -> str:
-        return {"spark": "spark-deps.xml", "kafka": "kafka-broker.xml"}[self.value]
+        return {"spark": "spark-deps.xml", "kafka": "kafka-broker.xml", "s3": "s3-deps.xml"}[
+            self.value
+        ]
+
+
+def setup_classpaths(*, s3: bool) -> list[Classpath]:
+    """What ``logstore setup`` resolves: the S3 jars only when a warehouse is on S3 (``s3``)."""
+    return [Classpath.SPARK, Classpath.KAFKA, *([Classpath.S3] if s3 else [])]
+
+
+def spark_classpaths(*, s3: bool) -> list[Classpath]:
+    """The classpaths a Spark job's jars come from: the S3 jars only for a warehouse on S3."""
+    return [Classpath.SPARK, *([Classpath.S3] if s3 else [])]
+
+
+def spark_jars(*, s3: bool) -> list[Path]:
+    """The jars of ``spark_classpaths``, resolved with Maven the first time each is needed."""
+    return [jar for cp in spark_classpaths(s3=s3) for jar in ensure_classpath(cp)]
 
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
