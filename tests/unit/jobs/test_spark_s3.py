@@ -153,3 +153,52 @@ def test_an_s3_tables_checkpoint_defaults_to_the_tables_own_prefix() -> None:
     paths = JobPaths("s3a://bucket-1/lake/wh/shop/orders", "default")
     assert paths.checkpoint == "s3a://bucket-1/lake/wh/shop/orders/_logstore/checkpoints/default"
     assert JobPaths("s3a://b/t", "j", "hdfs://nn:8020/ckpt").checkpoint == "hdfs://nn:8020/ckpt"
+
+
+def test_the_printed_spark_submit_of_an_s3_warehouse_has_the_s3_jars_and_settings_no_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from logstore_cli import config as cfg
+    from logstore_cli.cli.context import make_context
+    from logstore_cli.cli.ingest import spark_submit_command
+
+    for var in [*cfg.ENV_VARS, cfg.CONFIG_ENV]:
+        monkeypatch.delenv(var, raising=False)
+    aws = {
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        "AWS_REGION": "eu-west-3",
+        "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI-very-secret",
+    }
+    for name, value in {
+        **aws,
+        "LOGSTORE_WAREHOUSE": "s3://bucket-1/wh",
+        "LOGSTORE_STATE_DIR": str(tmp_path / "state"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(
+        deps, "ensure_classpath", lambda cp, **_: [Path(f"/cache/{cp.value}/{cp.value}.jar")]
+    )
+    ctx = make_context(cfg.Overrides())
+    assert ctx.spark_s3 is not None and ctx.spark_s3.endpoint == "http://127.0.0.1:9"
+    argv = ["ingest", "shop.orders", "--source", "generate", "--print-spark-submit"]
+    command = spark_submit_command(None, ctx, argv)  # type: ignore[arg-type]
+
+    assert command[command.index("--jars") + 1] == "/cache/spark/spark.jar,/cache/s3/s3.jar"
+    confs = dict(command[i + 1].split("=", 1) for i, arg in enumerate(command) if arg == "--conf")
+    assert confs[H + "endpoint"] == "http://127.0.0.1:9"
+    assert confs[H + "endpoint.region"] == "eu-west-3"
+    assert confs[H + "aws.credentials.provider"] == S3A_DEFAULT_CHAIN
+    assert command[command.index("--warehouse") + 1] == "s3://bucket-1/wh"
+    assert "--print-spark-submit" not in command
+    assert not any(v in arg for arg in command for v in ("AKIDEXAMPLE", "very-secret"))
+
+
+def test_a_local_warehouse_has_no_spark_s3_settings(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from logstore_cli import config as cfg
+    from logstore_cli.cli.context import make_context
+
+    monkeypatch.setenv("LOGSTORE_WAREHOUSE", str(tmp_path / "wh"))
+    assert make_context(cfg.Overrides()).spark_s3 is None
