@@ -156,8 +156,8 @@ def s3a_spark_conf(settings: S3Settings) -> dict[str, str]:
     }
     if settings.endpoint is not None:
         conf[_S3A + "endpoint"] = settings.endpoint
-        # S3A picks http or https from this switch, not from the endpoint's scheme; check() has
-        # allowed plain HTTP (loopback, or AWS_ALLOW_HTTP).
+        # Kept equal to the URL's scheme (S3A uses the switch for an endpoint written without
+        # one); check() has allowed plain HTTP (loopback, or AWS_ALLOW_HTTP).
         secure = urlsplit(settings.endpoint).scheme != "http"
         conf[_S3A + "connection.ssl.enabled"] = "true" if secure else "false"
     if settings.access_key_id is not None and settings.secret_access_key is not None:
