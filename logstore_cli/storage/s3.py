@@ -147,7 +147,8 @@ def s3a_spark_conf(settings: S3Settings) -> dict[str, str]:
     settings that carry keys themselves (an explicit mapping, e.g. a test server's) add
     ``fs.s3a.access.key``/``secret.key``/``session.token``: secret settings (``model.is_secret``),
     which ``jobs.spark`` hands to the running JVM over its gateway and ``--print-spark-submit``
-    leaves out, never a command line.
+    leaves out, never a command line. A profile is not a setting: the chain reads ``AWS_PROFILE``
+    from the JVM's environment, which is the process's.
     """
     conf = {
         _S3A + "endpoint.region": settings.region,
