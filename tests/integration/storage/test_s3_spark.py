@@ -29,6 +29,19 @@ REPO = Path(__file__).resolve().parents[3]
 JOB_TIMEOUT_S = 900  # the first run may wait for 'logstore setup --s3' (a 558 MB bundle)
 
 
+@pytest.fixture(scope="module")
+def s3_jars() -> None:
+    """The S3 jars, resolved here once (Maven, about 1.5 min the first time on a machine) rather
+    than inside a job: a resolution that fails fails the test saying so."""
+    from logstore_cli.errors import LogstoreError
+    from logstore_cli.jvm.deps import Classpath, ensure_classpath
+
+    try:
+        ensure_classpath(Classpath.S3)
+    except LogstoreError as exc:
+        pytest.fail(f"could not resolve the S3 jars: {exc}\n{exc.detail or ''}", pytrace=False)
+
+
 def _run_job(request: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-m", "tests.integration.storage.s3_spark_job"],
@@ -42,7 +55,7 @@ def _run_job(request: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("keys_from", ["environment", "settings"])
 def test_delta_on_s3a_through_the_session_builder_is_read_back_by_delta_rs(
-    s3_env: dict[str, str], s3_bucket: str, tmp_path: Path, keys_from: str
+    s3_jars: None, s3_env: dict[str, str], s3_bucket: str, tmp_path: Path, keys_from: str
 ) -> None:
     secret = s3_env["AWS_SECRET_ACCESS_KEY"]
     env = {**os.environ, **s3_env}
