@@ -39,6 +39,8 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# With LOGSTORE_WAREHOUSE=s3://… (or a config naming one, LOGSTORE_CONFIG) this also resolves
+# Spark's s3a:// jars (hadoop-aws and the 558 MB AWS SDK bundle); a local warehouse never needs them.
 .venv/bin/logstore setup
 
 # The S3 server of the s3 tests (versitygw, built with Go once into ~/.cache/logstore/bin; a few

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from logstore_cli.provision.kafka_topics import KafkaTopicStore
     from logstore_cli.provision.service import Stores
     from logstore_cli.storage import Storage
+    from logstore_cli.storage.s3 import S3Settings
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,16 @@ class Context:
         from logstore_cli.storage import open_storage
 
         return open_storage(self.config.warehouse)
+
+    @cached_property
+    def spark_s3(self) -> S3Settings | None:
+        """The S3 settings Spark gets for a warehouse on S3 (``SparkSettings.s3``: the s3a jars
+        and settings), from the same standard AWS environment as ``storage``; None when local."""
+        if not self.remote:
+            return None
+        from logstore_cli.storage.s3 import S3Settings
+
+        return S3Settings.from_env()
 
     @cached_property
     def default_bootstrap(self) -> str | None:
@@ -123,7 +134,9 @@ def open_stores(ctx: Context) -> Iterator[Stores]:
         from logstore_cli.jobs.spark import SparkSettings, build_session
 
         return build_session(
-            SparkSettings(master=ctx.config.spark.master, conf=ctx.config.spark.conf)
+            SparkSettings(
+                master=ctx.config.spark.master, conf=ctx.config.spark.conf, s3=ctx.spark_s3
+            )
         )
 
     defaults = [k for k in ctx.config.spark.conf if k.startswith(SPARK_DEFAULTS_PREFIX)]

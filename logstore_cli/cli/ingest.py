@@ -315,13 +315,14 @@ def spark_submit_command(job: IngestJob, ctx: Context, argv: list[str]) -> list[
     master = ctx.config.spark.master
     # What this run resolved from the environment and directory goes on the command line: the
     # printed command runs the same job from any shell.
-    pins = {"--master": master, "--warehouse": str(ctx.warehouse.absolute())}
+    warehouse = ctx.config.warehouse if ctx.remote else str(ctx.warehouse.absolute())
+    pins = {"--master": master, "--warehouse": warehouse}
     if ctx.config.source is not None:
         pins["--config"] = str(Path(ctx.config.source).absolute())
     if ctx.default_bootstrap is not None:
         pins["--bootstrap-servers"] = ctx.default_bootstrap
     args = pin_options([a for a in argv if a != "--print-spark-submit"], pins)
-    return submit_command(master, dict(ctx.config.spark.conf), args)
+    return submit_command(master, dict(ctx.config.spark.conf), args, s3=ctx.spark_s3)
 
 
 @config_options(Uses.WAREHOUSE, Uses.BROKERS, Uses.KAFKA, Uses.SPARK)
@@ -685,6 +686,7 @@ def _run(
                         master=ctx.config.spark.master,
                         conf=ctx.config.spark.conf,
                         app_name=f"logstore ingest {table}",
+                        s3=ctx.spark_s3,
                     )
                 )
         except KeyboardInterrupt as interrupt:

@@ -47,6 +47,7 @@ def optimize(
                 master=ctx.config.spark.master,
                 conf=ctx.config.spark.conf,
                 app_name=f"logstore optimize {ref.name}",
+                s3=ctx.spark_s3,
             )
         )
     try:

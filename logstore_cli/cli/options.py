@@ -142,7 +142,7 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
                 value = kwargs.pop(_PREFIX + s.name)
                 if _given(context, _PREFIX + s.name):
                     flags[s.key] = value
-            if Uses.WAREHOUSE in groups and context.info_name not in S3_COMMANDS:
+            if Uses.WAREHOUSE in groups and context.info_name not in _WAREHOUSE_ANYWHERE:
                 refuse_remote_warehouse(context.info_name or "", config_path, flags)
             command(**kwargs, overrides=Overrides(config_path, flags))
 
@@ -156,6 +156,8 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
 
 # The commands that run on an s3:// warehouse (issue 19, stage 2a): those that need no Spark.
 S3_COMMANDS = frozenset({"create-table", "list", "describe", "alter-table", "drop-table", "status"})
+# Commands that read the warehouse setting only (never a table): not refused on S3.
+_WAREHOUSE_ANYWHERE = S3_COMMANDS | {"setup"}
 S3_WORKS = (
     "create-table, list, describe, alter-table (--set, --unset, --add-column), drop-table and "
     "status run there today"

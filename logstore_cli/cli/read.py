@@ -320,6 +320,7 @@ def _session(ctx: Context, out: Output, req: ReadRequest) -> SparkSession:
                 master=ctx.config.spark.master,
                 conf=ctx.config.spark.conf,
                 app_name=f"logstore read {req.name}",
+                s3=ctx.spark_s3,
             )
         )
 

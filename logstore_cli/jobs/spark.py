@@ -36,6 +36,8 @@ from logstore_cli.paths import private_dir, state_home, state_subdir
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from logstore_cli.storage.s3 import S3Settings
+
 DELTA_CONF: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -88,6 +90,9 @@ class SparkSettings:
     work_dir: Path | None = None
     log_dir: Path | None = None  # where the JVM's stderr goes; default <work_dir>/logs
     extra_jars: tuple[Path, ...] = ()
+    # The warehouse's S3 settings when it is on S3: the s3a:// connector's jars and settings are
+    # added (``storage.s3.s3a_spark_conf``); None (a local warehouse) adds neither.
+    s3: S3Settings | None = None
 
     @property
     def is_local(self) -> bool:
@@ -105,8 +110,12 @@ class SparkSettings:
 
 
 def session_conf(settings: SparkSettings, jars: list[Path]) -> dict[str, str]:
-    """The full Spark configuration: local defaults < Delta < the user's confs. No I/O."""
+    """The full Spark configuration: local defaults < S3A < Delta < the user's confs. No I/O."""
     conf = defaults_for(settings.master)
+    if settings.s3 is not None:
+        from logstore_cli.storage.s3 import s3a_spark_conf
+
+        conf.update(s3a_spark_conf(settings.s3))
     # Spark creates its SQL warehouse (the default database's directory) at start; by default that
     # is ./spark-warehouse, a directory the user never asked for. A file: URI keeps it on the
     # driver's disk whatever Hadoop's default file system is.
@@ -141,13 +150,9 @@ def launch_conf(conf: Mapping[str, str]) -> dict[str, str]:
 def build_session(settings: SparkSettings | None = None) -> SparkSession:
     """Start (or reuse) the SparkSession; raises SparkStartError with the JVM's own output."""
     settings = settings or SparkSettings()
-    from logstore_cli.jvm.deps import Classpath, resolved_jars
+    from logstore_cli.jvm.deps import spark_jars
 
-    jars = resolved_jars(Classpath.SPARK)
-    if jars is None:
-        from logstore_cli.jvm.deps import ensure_classpath
-
-        jars = ensure_classpath(Classpath.SPARK)
+    jars = spark_jars(s3=settings.s3 is not None)  # resolved once ('logstore setup'), then cached
     missing = [j for j in settings.extra_jars if not j.is_file()]
     if missing:
         raise SparkStartError(

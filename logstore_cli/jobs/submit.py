@@ -18,12 +18,16 @@ import sys
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import logstore_cli
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.jobs.spark import DELTA_CONF, defaults_for
 from logstore_cli.model import is_secret
 from logstore_cli.paths import state_home, state_subdir
+
+if TYPE_CHECKING:
+    from logstore_cli.storage.s3 import S3Settings
 
 LAUNCHER = "from logstore_cli.__main__ import main\n\nmain()\n"
 
@@ -73,25 +77,46 @@ def pin_options(args: Sequence[str], pins: Mapping[str, str]) -> list[str]:
     return out
 
 
-def submit_command(master: str, conf: Mapping[str, str], args: Sequence[str]) -> list[str]:
-    """``[spark-submit, --master, …, launcher, *args]``, ready for ``shlex.join``."""
+def submit_command(
+    master: str,
+    conf: Mapping[str, str],
+    args: Sequence[str],
+    *,
+    s3: S3Settings | None = None,
+) -> list[str]:
+    """``[spark-submit, --master, …, launcher, *args]``, ready for ``shlex.join``; with ``s3`` (a
+    warehouse on S3) the S3 jars and the s3a settings too (``submit_confs``)."""
     from pyspark.find_spark_home import _find_spark_home
 
-    from logstore_cli.jvm.deps import Classpath, ensure_classpath
+    from logstore_cli.jvm.deps import spark_jars
 
     check_no_secret_flags(args)  # before the jars are resolved: bad input fails at once
-    jars = ensure_classpath(Classpath.SPARK)
+    jars = spark_jars(s3=s3 is not None)
     work = state_subdir(state_home(), "spark", "submit")
-    confs = defaults_for(master)
-    confs.update(DELTA_CONF)
-    confs["spark.pyspark.python"] = sys.executable
-    confs["spark.pyspark.driver.python"] = sys.executable
-    confs.update(conf)
+    confs = submit_confs(master, conf, s3)
     spark_submit = str(Path(_find_spark_home()) / "bin" / "spark-submit")  # type: ignore[no-untyped-call]
     return submit_argv(
         spark_submit, master, confs, [str(j) for j in jars], [str(_package_zip(work))],
         str(_launcher(work)), args,
     )  # fmt: skip
+
+
+def submit_confs(
+    master: str, conf: Mapping[str, str], s3: S3Settings | None = None
+) -> dict[str, str]:
+    """The command's confs, as the session builder orders them: the master's defaults < the s3a
+    settings (a warehouse on S3) < Delta's < the user's. Secret ones are in it: ``submit_argv``
+    leaves them out of the command."""
+    confs = defaults_for(master)
+    if s3 is not None:
+        from logstore_cli.storage.s3 import s3a_spark_conf
+
+        confs.update(s3a_spark_conf(s3))
+    confs.update(DELTA_CONF)
+    confs["spark.pyspark.python"] = sys.executable
+    confs["spark.pyspark.driver.python"] = sys.executable
+    confs.update(conf)
+    return confs
 
 
 # spark-submit's own options set these confs and win over a --conf of them: merged, not printed.

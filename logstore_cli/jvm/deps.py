@@ -28,6 +28,8 @@ class Classpath(StrEnum):
 
     SPARK = "spark"  # Delta and Spark's Kafka connector, added to pyspark's own jars
     KAFKA = "kafka"  # the local Kafka broker
+    # hadoop-aws and its AWS SDK bundle (about 560 MB), added to SPARK for a warehouse on S3 only
+    S3 = "s3"
     PULSAR = "pulsar"  # the local Pulsar standalone (issue 23), ~240 MB: only when started
 
     @property
@@ -35,8 +37,19 @@ class Classpath(StrEnum):
         return {
             "spark": "spark-deps.xml",
             "kafka": "kafka-broker.xml",
+            "s3": "s3-deps.xml",
             "pulsar": "pulsar-standalone.xml",
         }[self.value]
+
+
+def setup_classpaths(*, s3: bool) -> list[Classpath]:
+    """What ``logstore setup`` resolves: the S3 jars only when a warehouse is on S3 (``s3``)."""
+    return [Classpath.SPARK, Classpath.KAFKA, *([Classpath.S3] if s3 else [])]
+
+
+def spark_classpaths(*, s3: bool) -> list[Classpath]:
+    """The classpaths a Spark job's jars come from: the S3 jars only for a warehouse on S3."""
+    return [Classpath.SPARK, *([Classpath.S3] if s3 else [])]
 
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"

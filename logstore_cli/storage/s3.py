@@ -130,6 +130,47 @@ class S3Settings:
             )
 
 
+# The AWS SDK v2's default chain (environment variables, system properties, web identity, the
+# profile files with AWS_PROFILE, container and instance credentials): the same sources as boto3's,
+# read by the JVM itself, so no key is ever a Spark setting. Hadoop 3.4 takes SDK v2 providers
+# through their static create().
+S3A_DEFAULT_CHAIN = "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
+S3A_KEYS_PROVIDER = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+S3A_SESSION_KEYS_PROVIDER = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+_S3A = "spark.hadoop.fs.s3a."
+
+
+def s3a_spark_conf(settings: S3Settings) -> dict[str, str]:
+    """The Spark settings of Hadoop's ``s3a://`` connector for ``settings``'s store. Pure.
+
+    Credentials come from the AWS SDK's default chain in the JVM (``S3A_DEFAULT_CHAIN``). Only
+    settings that carry keys themselves (an explicit mapping, e.g. a test server's) add
+    ``fs.s3a.access.key``/``secret.key``/``session.token``: secret settings (``model.is_secret``),
+    which ``jobs.spark`` hands to the running JVM over its gateway and ``--print-spark-submit``
+    leaves out, never a command line. A profile is not a setting: the chain reads ``AWS_PROFILE``
+    from the JVM's environment, which is the process's.
+    """
+    conf = {
+        _S3A + "endpoint.region": settings.region,
+        _S3A + "path.style.access": "true" if settings.path_style else "false",
+        _S3A + "aws.credentials.provider": S3A_DEFAULT_CHAIN,
+    }
+    if settings.endpoint is not None:
+        conf[_S3A + "endpoint"] = settings.endpoint
+        # Kept equal to the URL's scheme (S3A uses the switch for an endpoint written without
+        # one); check() has allowed plain HTTP (loopback, or AWS_ALLOW_HTTP).
+        secure = urlsplit(settings.endpoint).scheme != "http"
+        conf[_S3A + "connection.ssl.enabled"] = "true" if secure else "false"
+    if settings.access_key_id is not None and settings.secret_access_key is not None:
+        conf[_S3A + "access.key"] = settings.access_key_id
+        conf[_S3A + "secret.key"] = settings.secret_access_key
+        conf[_S3A + "aws.credentials.provider"] = S3A_KEYS_PROVIDER
+        if settings.session_token is not None:
+            conf[_S3A + "session.token"] = settings.session_token
+            conf[_S3A + "aws.credentials.provider"] = S3A_SESSION_KEYS_PROVIDER
+    return conf
+
+
 def _endpoint_shown(endpoint: str) -> str:
     parts = urlsplit(endpoint)
     if parts.username or parts.password:
@@ -232,6 +273,11 @@ class S3Storage:
     @property
     def uri(self) -> str:
         return f"s3://{self._bucket}/{self.prefix}".rstrip("/")
+
+    @property
+    def spark_uri(self) -> str:
+        """The same location as Spark (Hadoop's S3A connector, ``s3a_spark_conf``) names it."""
+        return f"s3a://{self._bucket}/{self.prefix}".rstrip("/")
 
     def __repr__(self) -> str:
         return f"S3Storage({self.uri!r})"

@@ -126,3 +126,26 @@ def test_maven_failure_shows_its_output(cache: Path, monkeypatch: pytest.MonkeyP
     assert "exit 1" in info.value.message
     assert info.value.detail and "Could not resolve dependencies: boom" in info.value.detail
     assert not deps.classpath_dir(Classpath.KAFKA).exists()
+
+
+def test_s3_pom_matches_pysparks_hadoop_client() -> None:
+    # hadoop-aws must be the Hadoop release of pyspark's own client jars (3.4.2+ with 3.4.1 client
+    # jars fails at class loading), with the SDK bundle that release was built against.
+    jars = Path(str(resources.files("pyspark"))) / "jars"
+    [client] = jars.glob("hadoop-client-api-*.jar")
+    hadoop = client.name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+    pom = _pom_dependencies(deps.pom_text(Classpath.S3))
+    assert set(pom) == {"hadoop-aws", "bundle", "wildfly-openssl"}
+    assert pom["hadoop-aws"][0] == hadoop
+    assert pom["bundle"][0] == "2.24.6"
+    for artifact, (_, excluded) in pom.items():
+        assert excluded == {"*"}, artifact  # the rest is in pyspark/jars or shaded in the bundle
+    assert "<version>3.8.1</version>" in deps.pom_text(Classpath.S3)
+
+
+def test_the_s3_jars_have_a_cache_key_of_their_own(cache: Path) -> None:
+    s3, spark = deps.classpath_dir(Classpath.S3), deps.classpath_dir(Classpath.SPARK)
+    assert s3.parent == spark.parent == cache / "jars"
+    assert s3.name.startswith("s3-") and s3 != spark
+    _fake_complete(Classpath.SPARK, ["delta.jar"])
+    assert deps.resolved_jars(Classpath.S3) is None  # the base jars resolved say nothing of S3
