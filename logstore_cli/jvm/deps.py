@@ -52,6 +52,11 @@ def spark_classpaths(*, s3: bool) -> list[Classpath]:
     return [Classpath.SPARK, *([Classpath.S3] if s3 else [])]
 
 
+def spark_jars(*, s3: bool) -> list[Path]:
+    """The jars of ``spark_classpaths``, resolved with Maven the first time each is needed."""
+    return [jar for cp in spark_classpaths(s3=s3) for jar in ensure_classpath(cp)]
+
+
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 _MARK = ".complete.json"
 
