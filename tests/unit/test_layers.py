@@ -23,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "jvm": {"errors", "paths"},
     "storage": {"errors", "paths", "processes"},
     "kafka": {"errors", "model", "paths", "jvm", "processes"},
-    "pulsar": {"errors", "paths", "processes", "jvm"},
+    "pulsar": {"errors", "paths", "processes", "jvm", "logformat"},
     "catalog": {"errors", "model", "names", "ddl", "kafka", "logformat", "ingest", "storage"},
     "provision": {"errors", "model", "names", "ddl", "kafka", "catalog", "config", "storage"},
     "read": {"errors", "model", "names", "logformat", "kafka", "catalog", "ingest", "storage"},

@@ -1,0 +1,292 @@
+"""Pulsar topic administration through the admin REST API (issue 23), the Pulsar counterpart of
+``kafka/admin.py``: create, describe, grow and delete a partitioned topic, its retention, and the
+last message id of each partition (where an epoch's records end, design §7.1).
+
+Plain HTTP with the standard library: the admin API is REST, and the commands that only
+administer topics should not load the Pulsar client's native library. Every call ends within its
+deadline (``timeout_s``, one per public call, shared by its requests); Pulsar's answers become
+domain errors (``logstore_cli.errors``); a token (``auth_token``) is sent as a bearer header and
+never appears in a message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from logstore_cli.errors import (
+    BrokerError,
+    InvalidInputError,
+    KafkaAuthenticationError,
+    KafkaAuthorizationError,
+    TopicExistsError,
+    TopicNotFoundError,
+)
+
+# Pulsar's own rule for tenant, namespace and topic names (NamedEntity: [-=:.\w]), without ':'
+# (it reads as a port or a scheme in messages) and never '.' or '..' alone.
+_SEGMENT = re.compile(r"[A-Za-z0-9_=.\-]{1,128}")
+_PARTITION_SUFFIX = "-partition-"
+
+
+@dataclass(frozen=True, order=True)
+class MessagePosition:
+    """A message's place in one partition: Pulsar's ``MessageId`` without the partition. Ordered
+    (ledger, then entry, then batch index) but not dense: compare positions, never subtract them."""
+
+    ledger: int
+    entry: int
+    batch: int = -1
+
+    def __str__(self) -> str:
+        return f"{self.ledger}:{self.entry}:{self.batch}"
+
+    @classmethod
+    def parse(cls, text: str) -> MessagePosition:
+        """``"<ledger>:<entry>:<batch>"`` as ``str`` writes it (Delta commit metadata, §7.1)."""
+        parts = text.split(":")
+        if len(parts) != 3 or not all(re.fullmatch(r"-?[0-9]{1,19}", p) for p in parts):
+            raise ValueError(
+                f"not a Pulsar message position ('<ledger>:<entry>:<batch>'): {text!r}"
+            )
+        return cls(int(parts[0]), int(parts[1]), int(parts[2]))
+
+
+@dataclass(frozen=True)
+class TopicName:
+    """``persistent://tenant/namespace/topic``, each part checked (it is put in URL paths)."""
+
+    tenant: str
+    namespace: str
+    topic: str
+
+    def __str__(self) -> str:
+        return f"persistent://{self.tenant}/{self.namespace}/{self.topic}"
+
+    def partition(self, index: int) -> str:
+        return f"{self}{_PARTITION_SUFFIX}{index}"
+
+    @property
+    def path(self) -> str:
+        """The topic's path in the admin API (``/admin/v2/persistent/…``)."""
+        quote = urllib.parse.quote
+        return (
+            f"/admin/v2/persistent/{quote(self.tenant)}/{quote(self.namespace)}/{quote(self.topic)}"
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> TopicName:
+        """A full name, or a short one (``orders``: ``public/default``, as Pulsar's clients read
+        it); only persistent topics (a log must survive a broker restart)."""
+        rest = text
+        if "://" in text:
+            scheme, rest = text.split("://", 1)
+            if scheme != "persistent":
+                raise InvalidInputError(
+                    f"Pulsar topic {text!r} is not persistent",
+                    hint="a log must survive a restart: use persistent://tenant/namespace/topic",
+                )
+        parts = rest.split("/")
+        if len(parts) == 1:
+            parts = ["public", "default", parts[0]]
+        if len(parts) != 3 or not all(_valid_segment(p) for p in parts):
+            raise InvalidInputError(
+                f"invalid Pulsar topic name {text!r}",
+                hint="persistent://tenant/namespace/topic, or a topic alone (public/default); each "
+                "part letters, digits and _ = . - (not '.' or '..' alone)",
+            )
+        if _PARTITION_SUFFIX in parts[2]:
+            raise InvalidInputError(
+                f"Pulsar topic {text!r} names one partition of a topic",
+                hint=f"name the partitioned topic itself, without '{_PARTITION_SUFFIX}N'",
+            )
+        return cls(parts[0], parts[1], parts[2])
+
+
+@dataclass(frozen=True)
+class PulsarTopic:
+    """A partitioned topic as the admin API describes it."""
+
+    name: str
+    partitions: int
+    retention_minutes: int | None  # the topic's own policy (-1: infinite); None: none set
+    retention_mb: int | None
+
+
+def _valid_segment(part: str) -> bool:
+    return bool(_SEGMENT.fullmatch(part)) and part not in (".", "..")
+
+
+class PulsarAdmin:
+    """The admin API at ``web_url`` (``http://host:port``)."""
+
+    def __init__(self, web_url: str, *, timeout_s: float = 30.0, auth_token: str | None = None):
+        parsed = urllib.parse.urlsplit(web_url)
+        if (
+            parsed.scheme not in ("http", "https")
+            or not parsed.hostname
+            or parsed.path
+            not in (
+                "",
+                "/",
+            )
+        ):
+            raise InvalidInputError(
+                f"invalid Pulsar admin URL {web_url!r}",
+                hint="http://host:port or https://host:port",
+            )
+        self.web_url = f"{parsed.scheme}://{parsed.netloc}"
+        self.timeout_s = timeout_s
+        self._token = auth_token
+
+    def ping(self) -> None:
+        """Raise BrokerError unless the admin API answers (the clusters it serves)."""
+        self._call("GET", "/admin/v2/clusters", deadline=self._deadline())
+
+    def describe_topic(self, topic: TopicName) -> PulsarTopic | None:
+        deadline = self._deadline()
+        found = self._call("GET", f"{topic.path}/partitions", deadline=deadline, missing=True)
+        # A topic that was never created answers {"partitions": 0}: not partitioned, not ours.
+        if not isinstance(found, dict) or not found.get("partitions"):
+            return None
+        retention = self._call("GET", f"{topic.path}/retention", deadline=deadline, missing=True)
+        minutes = mb = None
+        if isinstance(retention, dict):
+            minutes = retention.get("retentionTimeInMinutes")
+            mb = retention.get("retentionSizeInMB")
+        return PulsarTopic(str(topic), int(found["partitions"]), minutes, mb)
+
+    def create_topic(
+        self, topic: TopicName, partitions: int, *, retention_minutes: int, retention_mb: int
+    ) -> None:
+        """A partitioned topic with its own retention: the broker's default would delete what no
+        subscription holds, and a log's readers subscribe only while they read."""
+        if partitions < 1:
+            raise InvalidInputError(
+                f"a Pulsar topic needs at least one partition, not {partitions}"
+            )
+        deadline = self._deadline()
+        self._call("PUT", f"{topic.path}/partitions", body=partitions, deadline=deadline,
+                   exists=True)  # fmt: skip
+        self.set_retention(topic, retention_minutes, retention_mb, deadline=deadline)
+
+    def set_retention(
+        self, topic: TopicName, minutes: int, mb: int, *, deadline: float | None = None
+    ) -> None:
+        body = {"retentionTimeInMinutes": minutes, "retentionSizeInMB": mb}
+        self._call("POST", f"{topic.path}/retention", body=body,
+                   deadline=deadline or self._deadline())  # fmt: skip
+
+    def add_partitions(self, topic: TopicName, total: int) -> None:
+        """Grow the topic to ``total`` partitions (Pulsar never shrinks one)."""
+        self._call("POST", f"{topic.path}/partitions", body=total, deadline=self._deadline())
+
+    def delete_topic(self, topic: TopicName) -> None:
+        """Delete the topic and its messages, even while clients are connected."""
+        self._call("DELETE", f"{topic.path}/partitions?force=true", deadline=self._deadline())
+
+    def last_positions(
+        self, topic: TopicName, partitions: int
+    ) -> dict[int, MessagePosition | None]:
+        """Each partition's last message (None: the partition holds none)."""
+        deadline = self._deadline()
+        out: dict[int, MessagePosition | None] = {}
+        for index in range(partitions):
+            part = TopicName(
+                topic.tenant, topic.namespace, f"{topic.topic}{_PARTITION_SUFFIX}{index}"
+            )
+            found = self._call("GET", f"{part.path}/lastMessageId", deadline=deadline)
+            if not isinstance(found, dict):
+                raise BrokerError(f"Pulsar answered no message id for {part}: {found!r}")
+            ledger, entry = int(found["ledgerId"]), int(found["entryId"])
+            # An empty partition answers entry -1 (nothing written to its ledger yet).
+            out[index] = (
+                None
+                if entry < 0
+                else MessagePosition(ledger, entry, int(found.get("batchIndex", -1)))
+            )
+        return out
+
+    # ----------------------------------------------------------------------------------- HTTP
+
+    def _deadline(self) -> float:
+        return time.monotonic() + self.timeout_s
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        deadline: float,
+        body: Any = None,
+        missing: bool = False,
+        exists: bool = False,
+    ) -> Any:
+        remaining = deadline - time.monotonic()
+        what = f"{method} {self.web_url}{path.split('?')[0]}"
+        if remaining <= 0:
+            raise BrokerError(
+                f"the Pulsar admin API did not answer within {self.timeout_s:g}s ({what})"
+            )
+        headers = {"Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        request = urllib.request.Request(
+            self.web_url + path, data=data, method=method, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=remaining) as answer:
+                text = answer.read()
+        except urllib.error.HTTPError as exc:
+            reason = _reason(exc)
+            if exc.code == 404 and missing:
+                return None
+            if exc.code == 404:
+                raise TopicNotFoundError(
+                    f"Pulsar has no such topic or namespace ({what}): {reason}"
+                ) from None
+            if exc.code == 409 and exists:
+                raise TopicExistsError(f"the Pulsar topic already exists ({what})") from None
+            if exc.code == 401:
+                raise KafkaAuthenticationError(
+                    f"Pulsar refused the credentials ({what})",
+                    hint="check the admin token (never printed)",
+                ) from None
+            if exc.code == 403:
+                raise KafkaAuthorizationError(
+                    f"Pulsar refused {method} to this client ({what}): {reason}",
+                    hint="grant the role the tenant's admin or the topic's produce/consume permission",
+                ) from None
+            raise BrokerError(f"Pulsar answered {exc.code} to {what}: {reason}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            cause = getattr(exc, "reason", exc)
+            raise BrokerError(
+                f"the Pulsar admin API at {self.web_url} is unreachable: {cause}",
+                hint="is Pulsar running? ('logstore pulsar status' for the local one)",
+            ) from None
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise BrokerError(f"Pulsar answered {what} with something that is not JSON") from None
+
+
+def _reason(exc: urllib.error.HTTPError) -> str:
+    """Pulsar's own explanation (``{"reason": …}``), short and on one line."""
+    try:
+        data = json.loads(exc.read() or b"{}")
+    except (ValueError, OSError):
+        data = {}
+    text = str(data.get("reason") or exc.reason or "") if isinstance(data, dict) else ""
+    return " ".join(text.split())[:300]

@@ -1,0 +1,101 @@
+"""The Pulsar topic admin and the log's producer against the real standalone: a partitioned topic
+with its own retention; records placed where Kafka's partitioner places their key; markers on a
+named partition; the positions a flush reports are the partitions' last message ids; errors named."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from logstore_cli.errors import BrokerError, TopicExistsError
+from logstore_cli.logformat.partitioner import partition_for
+from logstore_cli.pulsar.admin import MessagePosition, PulsarAdmin, TopicName
+from logstore_cli.pulsar.local_standalone import PulsarInfo
+from logstore_cli.pulsar.producer import PulsarLogProducer, producer_name, properties
+
+pytestmark = [pytest.mark.integration, pytest.mark.pulsar]
+
+PARTITIONS = 4
+
+
+def _read(service_url: str, partition_topic: str) -> list[Any]:
+    import pulsar
+
+    client = pulsar.Client(service_url, operation_timeout_seconds=30)
+    try:
+        reader = client.create_reader(partition_topic, pulsar.MessageId.earliest)
+        out = []
+        while reader.has_message_available():
+            m = reader.read_next(timeout_millis=10_000)
+            mid = m.message_id()
+            out.append((m.partition_key(), m.data(), dict(m.properties()),
+                        MessagePosition(mid.ledger_id(), mid.entry_id(), mid.batch_index())))  # fmt: skip
+        return out
+    finally:
+        client.close()
+
+
+def test_a_topic_with_its_own_retention_grows_and_is_deleted(
+    pulsar: PulsarInfo, pulsar_topic: str
+) -> None:
+    admin = PulsarAdmin(pulsar.web_url, timeout_s=30)
+    admin.ping()
+    topic = TopicName.parse(pulsar_topic)
+    assert admin.describe_topic(topic) is None
+    admin.create_topic(topic, 2, retention_minutes=-1, retention_mb=-1)
+    found = admin.describe_topic(topic)
+    assert found is not None
+    assert (found.partitions, found.retention_minutes, found.retention_mb) == (2, -1, -1)
+    with pytest.raises(TopicExistsError):
+        admin.create_topic(topic, 2, retention_minutes=-1, retention_mb=-1)
+    admin.add_partitions(topic, 3)
+    grown = admin.describe_topic(topic)
+    assert grown is not None and grown.partitions == 3
+    assert admin.last_positions(topic, 3) == {0: None, 1: None, 2: None}
+    admin.delete_topic(topic)
+    assert admin.describe_topic(topic) is None
+
+
+def test_records_go_where_kafka_puts_their_key_and_flush_says_where_they_end(
+    pulsar: PulsarInfo, pulsar_topic: str
+) -> None:
+    admin = PulsarAdmin(pulsar.web_url, timeout_s=30)
+    topic = TopicName.parse(pulsar_topic)
+    admin.create_topic(topic, PARTITIONS, retention_minutes=-1, retention_mb=-1)
+    headers = [("logstore.writer", b"w-1"), ("logstore.epoch", b"0"), ("logstore.kind", b"+I")]
+    keys = [json.dumps({"id": i}, separators=(",", ":")) for i in range(40)]
+    with PulsarLogProducer(
+        pulsar.service_url, topic, PARTITIONS, producer_name("w-1", "a-1")
+    ) as producer:
+        for i, key in enumerate(keys):
+            producer.send(key, json.dumps({"id": i}).encode(), properties(headers))
+        ends = producer.flush()
+        marker = {**properties(headers), "logstore.kind": "COMMIT"}
+        for partition in range(PARTITIONS):
+            producer.send_marker(partition, b'{"delta_version":0}', marker)
+        after_markers = producer.flush()
+
+    placed: dict[str, int] = {}
+    for partition in range(PARTITIONS):
+        records = _read(pulsar.service_url, topic.partition(partition))
+        changes = [r for r in records if r[2]["logstore.kind"] == "+I"]
+        for key, _, props, _ in changes:
+            placed[key] = partition
+            assert props == properties(headers)
+        # Each partition ends with its marker, and the flushes named the last positions.
+        assert records[-1][2]["logstore.kind"] == "COMMIT" and records[-1][0] == ""
+        assert after_markers[partition] == records[-1][3]
+        if changes:
+            assert ends[partition] == changes[-1][3]
+    assert placed == {k: partition_for(k.encode(), PARTITIONS) for k in keys}
+    assert admin.last_positions(topic, PARTITIONS) == after_markers
+
+
+def test_an_unreachable_admin_api_is_named() -> None:
+    from logstore_cli import processes
+
+    (port,) = processes.free_ports(1)
+    with pytest.raises(BrokerError, match="unreachable"):
+        PulsarAdmin(f"http://127.0.0.1:{port}", timeout_s=5).ping()
