@@ -37,7 +37,7 @@ def s3_warehouse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     "argv",
     [["ingest", "db.t", "--source", "generate", "--total", "5", "--once"],
      ["read", "db.t", "--mode", "log"], ["verify", "db.t"], ["optimize", "db.t"],
-     ["vacuum", "db.t"], ["history", "db.t"]],
+     ["vacuum", "db.t"]],
     ids=lambda argv: argv[0],
 )  # fmt: skip
 def test_a_command_that_needs_spark_exits_2_on_s3(
