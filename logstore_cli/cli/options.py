@@ -157,11 +157,11 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
 # The commands that run on an s3:// warehouse (issue 19, stages 2a and 2b): those that need no
 # Spark and read nothing but the table's own objects and Kafka.
 S3_COMMANDS = frozenset(
-    {"create-table", "list", "describe", "alter-table", "drop-table", "status", "history"}
+    {"create-table", "list", "describe", "alter-table", "drop-table", "status", "history", "verify"}
 )
 S3_WORKS = (
     "create-table, list, describe, alter-table (--set, --unset, --add-column), drop-table, "
-    "status and history run there today"
+    "status, history and verify run there today"
 )
 
 
