@@ -156,12 +156,14 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
 
 # The commands that run on an s3:// warehouse (issue 19, stages 2a and 2b): those that need no
 # Spark and read nothing but the table's own objects and Kafka.
+# 'read' refuses what needs Spark or a local path itself (read/service.py build_request).
 S3_COMMANDS = frozenset(
-    {"create-table", "list", "describe", "alter-table", "drop-table", "status", "history", "verify"}
+    {"create-table", "list", "describe", "alter-table", "drop-table", "status", "history"}
+    | {"verify", "read"}
 )
 S3_WORKS = (
     "create-table, list, describe, alter-table (--set, --unset, --add-column), drop-table, "
-    "status, history and verify run there today"
+    "status, history, verify and read --mode log (the consumer engine) run there today"
 )
 
 

@@ -1,8 +1,9 @@
 """A table with real ingest epochs on an ``s3://`` warehouse (issue 19 stage 2b): a local ingest
 (Spark, the real broker) writes two epochs, the table directory is uploaded to the real S3 server
-as it is (a Delta table's paths are relative), and ``status``, ``history`` and ``verify`` on the S3
-warehouse say what they say for the local copy; then again after a write made outside logstore
-and a Delta checkpoint (read by delta-rs with the storage options)."""
+as it is (a Delta table's paths are relative), and ``status``, ``history``, ``verify`` and ``read
+--mode log`` (the consumer engine, a hybrid read included) on the S3 warehouse say what they say for
+the local copy; then again after a write made outside logstore and a Delta checkpoint (read by
+delta-rs with the storage options)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,16 @@ def same_verify(tmp: Path, lake: Lake) -> tuple[int, dict[str, Any]]:
     return code, dict(here)
 
 
-def test_status_history_and_verify_on_s3_say_what_they_say_for_the_local_copy(
+def same_read(tmp: Path, lake: Lake, *args: str) -> list[dict[str, Any]]:
+    here = run_cli("read", TABLE, "--mode", "log", "--json", *args, cwd=tmp)
+    assert here.returncode == 0, here.stderr
+    there = lake.run("read", TABLE, "--mode", "log", "--json", *args)
+    assert there.returncode == 0, there.stderr
+    assert there.stdout == here.stdout
+    return [json.loads(line) for line in here.stdout.splitlines()]
+
+
+def test_status_history_verify_and_read_on_s3_say_what_they_say_for_the_local_copy(
     tmp_path: Path, kafka_bootstrap: str, topic_name: str, lake: Lake
 ) -> None:
     create_tables(tmp_path / "wh", orders_ddl(TABLE, topic_name, kafka_bootstrap, partitions=2))
@@ -101,6 +111,12 @@ def test_status_history_and_verify_on_s3_say_what_they_say_for_the_local_copy(
     code, verified = same_verify(tmp_path, lake)
     assert code == 0 and verified["equal"] is True
     assert verified["delta_version"] == epochs[1]["delta_version"]
+    changes_read = same_read(tmp_path, lake)
+    assert len(changes_read) == len(log)  # every change of the two committed epochs
+    rows = verified["delta"]["rows"]
+    assert len(same_read(tmp_path, lake, "--from", "snapshot")) == rows
+    refused = lake.run("read", TABLE, "--mode", "file")
+    assert refused.returncode == 2 and "consumer engine only" in refused.stderr
 
     # A write made outside logstore (a DELETE of one data file), then a checkpoint: the log's
     # state now comes from a Parquet checkpoint, read by delta-rs with the storage options.
@@ -128,3 +144,5 @@ def test_status_history_and_verify_on_s3_say_what_they_say_for_the_local_copy(
     code, verified = same_verify(tmp_path, lake)
     assert code == 1 and verified["equal"] is False
     assert [c["version"] for c in verified["outside"]] == [deleted]
+    # the newest epoch's snapshot (before the outside write), read by delta-rs from the checkpoint
+    assert len(same_read(tmp_path, lake, "--from", "snapshot")) == rows

@@ -36,7 +36,7 @@ def s3_warehouse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     "argv",
     [["ingest", "db.t", "--source", "generate", "--total", "5", "--once"],
-     ["read", "db.t", "--mode", "log"], ["optimize", "db.t"],
+     ["optimize", "db.t"],
      ["vacuum", "db.t"]],
     ids=lambda argv: argv[0],
 )  # fmt: skip
