@@ -200,3 +200,20 @@ def test_a_local_table_is_read_without_loading_a_storage_client(table: Path) -> 
     )
     env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+
+
+def test_on_s3_the_log_keys_are_below_the_tables_prefix_and_a_bad_name_builds_none() -> None:
+    from logstore_cli.storage.s3 import S3Storage
+
+    warehouse = S3Storage(None, "bucket", ("lake", "wh"))
+    table = wh.table_storage(warehouse, TableName("db", "orders"))
+    assert isinstance(table, S3Storage)
+    name = f"{delta_log.LOG_DIR}/{delta_log.commit_name(7)}"
+    assert table.key(name) == "lake/wh/db/orders/_delta_log/00000000000000000007.json"
+    assert delta_log.where(table, 7) == "s3://bucket/lake/wh/db/orders/" + name
+    assert delta_log.where(table) == "s3://bucket/lake/wh/db/orders"
+    for bad in ("..", "orders/../x", "%2e%2e", ""):
+        with pytest.raises((InvalidInputError, LogstoreError)):
+            wh.table_storage(warehouse, TableName("db", bad))
+        with pytest.raises((InvalidInputError, LogstoreError)):
+            table.key(f"{delta_log.LOG_DIR}/{bad}")
