@@ -17,7 +17,7 @@ from tests.e2e.cli_support import create_tables, run_cli
 from tests.e2e.test_s3_tables_cli import Lake
 from tests.integration.jobs.ingest_support import changes, orders_ddl, write_files
 
-pytestmark = [pytest.mark.s3, pytest.mark.integration]
+pytestmark = pytest.mark.s3  # (integration too, as every test outside tests/unit)
 
 TABLE = "shop.orders"
 PREFIX = "lake/wh/shop/orders"
