@@ -217,3 +217,22 @@ def test_on_s3_the_log_keys_are_below_the_tables_prefix_and_a_bad_name_builds_no
             wh.table_storage(warehouse, TableName("db", bad))
         with pytest.raises((InvalidInputError, LogstoreError)):
             table.key(f"{delta_log.LOG_DIR}/{bad}")
+
+
+def test_after_log_cleanup_the_storage_confirms_by_the_checkpoints_transaction_ids(
+    tmp_path: Path,
+) -> None:
+    from deltalake import DeltaTable
+
+    path = write_table(tmp_path / WAREHOUSE, DDL)
+    v1 = epoch_commit(path, "w-1", 0, "a0", {0: 1})
+    v2 = epoch_commit(path, "w-1", 1, "a1", {0: 2})
+    DeltaTable(str(path)).create_checkpoint()  # at v2: w-1's transaction version 1
+    for gone in (0, v1):
+        (path / "_delta_log" / delta_log.commit_name(gone)).unlink()
+    confirm = EpochConfirmer(on_storage(path))
+    assert confirm(CommitMarker(EpochId("w-1", 0, "a0"), v1))  # by the txn: writer and epoch
+    assert not confirm(CommitMarker(EpochId("w-1", 7, "a0"), v1))
+    assert not confirm(CommitMarker(EpochId("intruder", 0, "x"), v1))
+    assert confirm(CommitMarker(EpochId("w-1", 1, "a1"), v2))
+    assert committed_version(on_storage(path), "w-1") == 1
