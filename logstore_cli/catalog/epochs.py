@@ -10,17 +10,23 @@ own transaction record (``committed_version``) still knows it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
+from logstore_cli.catalog.delta_log import (
+    COMMIT_FILE,
+    TableLocation,
+    delta_rs_args,
+    has_commit,
+    log_names,
+    open_commit,
+    where,
+)
 from logstore_cli.errors import LogstoreError
 from logstore_cli.logformat.errors import WireFormatError
 from logstore_cli.logformat.wire import CommitMarker, EpochId, parse_commit_metadata
 
-_COMMIT_FILE = re.compile(r"(\d{20})\.json")
 _COMMIT_INFO = b'{"commitInfo"'
 
 
@@ -51,21 +57,20 @@ def usable_snapshots(
     return [c for c in found if not gone_offsets(c, log_start)]
 
 
-def commit_versions(table: Path) -> list[int]:
+def commit_versions(table: TableLocation) -> list[int]:
     """The versions that have a commit file, newest first."""
     try:
-        names = [entry.name for entry in (table / "_delta_log").iterdir()]
+        names = log_names(table)
     except OSError as exc:
-        raise LogstoreError(f"cannot read the Delta log of {table}: {exc.strerror}") from exc
-    found = (_COMMIT_FILE.fullmatch(name) for name in names)
+        raise LogstoreError(f"cannot read the Delta log of {where(table)}: {exc.strerror}") from exc
+    found = (COMMIT_FILE.fullmatch(name) for name in names)
     return sorted((int(m.group(1)) for m in found if m), reverse=True)
 
 
-def commit_info(table: Path, version: int) -> dict[str, object] | None:
+def commit_info(table: TableLocation, version: int) -> dict[str, object] | None:
     """The ``commitInfo`` action of one commit; None when the file is gone or has none."""
-    path = table / "_delta_log" / f"{version:020d}.json"
     try:
-        with path.open("rb") as fh:
+        with open_commit(table, version) as fh:
             for line in fh:
                 if line.startswith(_COMMIT_INFO):
                     info = json.loads(line)["commitInfo"]
@@ -73,11 +78,11 @@ def commit_info(table: Path, version: int) -> dict[str, object] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise LogstoreError(f"cannot read Delta commit {path}: {exc}") from exc
+        raise LogstoreError(f"cannot read Delta commit {where(table, version)}: {exc}") from exc
     return None
 
 
-def epoch_of(table: Path, version: int) -> EpochCommit | None:
+def epoch_of(table: TableLocation, version: int) -> EpochCommit | None:
     """The epoch committed as ``version``; None when that commit is not an ingest epoch's."""
     info = commit_info(table, version)
     if info is None:
@@ -93,7 +98,7 @@ def epoch_of(table: Path, version: int) -> EpochCommit | None:
     return EpochCommit(parsed[0], version, parsed[1], stamp if isinstance(stamp, int) else None)
 
 
-def epoch_commits(table: Path) -> Iterator[EpochCommit]:
+def epoch_commits(table: TableLocation) -> Iterator[EpochCommit]:
     """Every epoch commit still in the log, newest first."""
     for version in commit_versions(table):
         found = epoch_of(table, version)
@@ -101,12 +106,12 @@ def epoch_commits(table: Path) -> Iterator[EpochCommit]:
             yield found
 
 
-def latest_epoch_commit(table: Path) -> EpochCommit | None:
+def latest_epoch_commit(table: TableLocation) -> EpochCommit | None:
     """The newest epoch commit, whichever writer made it."""
     return next(epoch_commits(table), None)
 
 
-def find_epoch_commit(table: Path, writer: str, epoch: int) -> EpochCommit | None:
+def find_epoch_commit(table: TableLocation, writer: str, epoch: int) -> EpochCommit | None:
     """The commit of epoch ``epoch`` of ``writer``. A writer's epochs commit in order, so the
     search stops at the first commit of that writer with a lower epoch."""
     for commit in epoch_commits(table):
@@ -119,16 +124,17 @@ def find_epoch_commit(table: Path, writer: str, epoch: int) -> EpochCommit | Non
     return None
 
 
-def committed_version(table: Path, writer: str) -> int | None:
+def committed_version(table: TableLocation, writer: str) -> int | None:
     """The highest epoch Delta records as committed for ``writer`` (its idempotent-write
     transaction version ``txnVersion`` for ``txnAppId = writer``); None when it has none."""
     from deltalake import DeltaTable
 
     try:
-        version = DeltaTable(str(table)).transaction_version(writer)
+        uri, options = delta_rs_args(table)
+        version = DeltaTable(uri, storage_options=options).transaction_version(writer)
     except Exception as exc:  # delta-rs raises its own error types
         raise LogstoreError(
-            f"cannot read the Delta table at {table}: {exc}",
+            f"cannot read the Delta table at {where(table)}: {exc}",
             hint="check that the path holds a Delta table readable by this user",
         ) from exc
     return None if version is None else int(version)
@@ -150,7 +156,7 @@ class EpochConfirmer:
     trusted, as the topic's ACLs are (docs/consistency.md §10, "What a reader trusts").
     """
 
-    def __init__(self, table: Path) -> None:
+    def __init__(self, table: TableLocation) -> None:
         self._table = table
         self._commits: dict[int, EpochId | None] = {}  # version -> its epoch (None: not one)
         self._txn: dict[str, int | None] = {}  # writer -> txnVersion, for cleaned-up versions
@@ -163,7 +169,7 @@ class EpochConfirmer:
             return True
         if version not in self._commits:
             self.checked += 1
-            if not (self._table / "_delta_log" / f"{version:020d}.json").exists():
+            if not has_commit(self._table, version):
                 return self._cleaned_up(marker, version)
             self._newest = max(self._newest, version)
             found = epoch_of(self._table, version)

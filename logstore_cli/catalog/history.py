@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final, Literal
 
+from logstore_cli.catalog.delta_log import TableLocation, open_commit, where
 from logstore_cli.catalog.epochs import commit_rows, commit_versions
 from logstore_cli.catalog.lease import local_time
 from logstore_cli.catalog.outside import carried_through
@@ -123,22 +123,22 @@ def describe_commit(version: int, actions: Iterable[Mapping[str, Any]], carried:
     return commit("table")
 
 
-def read_history(table: Path, name: str, limit: int | None = None) -> History:
-    """The newest ``limit`` commits of the table at ``table`` (every one with None)."""
+def read_history(table: TableLocation, name: str, limit: int | None = None) -> History:
+    """The newest ``limit`` commits of the table at ``table`` (a local directory, or a ``Storage``
+    rooted at the table; every commit with None)."""
     versions = commit_versions(table)
     chosen = versions if limit is None else versions[:limit]
     carried = carried_through(table) if chosen else -1
     commits = []
     for version in chosen:
-        path = table / "_delta_log" / f"{version:020d}.json"
         try:
-            with path.open("rb") as fh:
+            with open_commit(table, version) as fh:
                 actions = list(parse_actions(fh))
         except FileNotFoundError:
             continue  # removed by the log's cleanup since the listing
         except (OSError, ValueError) as exc:
             raise LogstoreError(
-                f"cannot read Delta commit {path}: {exc}",
+                f"cannot read Delta commit {where(table, version)}: {exc}",
                 hint="check the table's _delta_log directory: its commit files are Delta's JSON",
             ) from exc
         commits.append(describe_commit(version, actions, carried))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping
 from dataclasses import dataclass
-from pathlib import Path
 
+from logstore_cli.catalog.delta_log import TableLocation, has_commit, open_commit, where
 from logstore_cli.catalog.epochs import commit_versions, committed_version
 from logstore_cli.errors import LogstoreError
 from logstore_cli.ingest.outside import (
@@ -37,22 +37,21 @@ class Scan:
     unchecked: int = 0  # versions after ``after`` not read (beyond ``limit``, the oldest ones)
 
 
-def read_commit(table: Path, version: int) -> OutsideCommit | None:
+def read_commit(table: TableLocation, version: int) -> OutsideCommit | None:
     """The outside write commit ``version`` is; None when it is not one or its file is gone."""
-    path = table / "_delta_log" / f"{version:020d}.json"
     try:
-        with path.open("rb") as fh:
+        with open_commit(table, version) as fh:
             return classify(version, parse_actions(fh))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
         raise LogstoreError(
-            f"cannot read Delta commit {path}: {exc}",
+            f"cannot read Delta commit {where(table, version)}: {exc}",
             hint="check the table's _delta_log directory: its commit files are Delta's JSON",
         ) from exc
 
 
-def only_maintenance_since(table: Path, version: int) -> bool:
+def only_maintenance_since(table: TableLocation, version: int) -> bool:
     """Whether every commit after ``version`` changes no data (compactions, property changes):
     a commit that lost the race to them only has to be made again."""
     if version < 0:
@@ -62,9 +61,8 @@ def only_maintenance_since(table: Path, version: int) -> bool:
     except LogstoreError:
         return False
     for v in newer:
-        path = table / "_delta_log" / f"{v:020d}.json"
         try:
-            with path.open("rb") as fh:
+            with open_commit(table, v) as fh:
                 if changes_data(parse_actions(fh)):
                     return False
         except (OSError, ValueError):
@@ -72,14 +70,14 @@ def only_maintenance_since(table: Path, version: int) -> bool:
     return bool(newer)
 
 
-def carried_through(table: Path) -> int:
+def carried_through(table: TableLocation) -> int:
     """The newest Delta version whose outside writes are carried into the log (-1: none yet)."""
     found = committed_version(table, OUTSIDE_WRITER)
     return -1 if found is None else found
 
 
 def scan(
-    table: Path,
+    table: TableLocation,
     after: int,
     *,
     up_to: int | None = None,
@@ -117,7 +115,7 @@ def scan(
 
 
 def uncarried(
-    table: Path,
+    table: TableLocation,
     *,
     up_to: int | None = None,
     limit: int | None = None,
@@ -138,7 +136,7 @@ class Follower:
     carried (kept in its checkpoint): the first call starts after it, or after the carried-through
     version if that is newer, instead of reading the whole log again."""
 
-    table: Path
+    table: TableLocation
     seen: int | None = None  # the newest version checked; None: not started
     known: int | None = None
 
@@ -154,7 +152,7 @@ class Follower:
         else:
             commits: list[OutsideCommit] = []
             version = self.seen + 1
-            while (self.table / "_delta_log" / f"{version:020d}.json").exists():
+            while has_commit(self.table, version):
                 commit = read_commit(self.table, version)
                 if commit is not None:
                     commits.append(commit)

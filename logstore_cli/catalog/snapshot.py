@@ -7,9 +7,9 @@ Rows come in Arrow batches (``to_pyarrow_dataset``), so a large table is never h
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+from logstore_cli.catalog.delta_log import TableLocation, delta_rs_args, where
 from logstore_cli.errors import LogstoreError
 
 _BATCH_ROWS = 8192
@@ -28,13 +28,15 @@ def pyarrow_dataset(dt: Any) -> Any:
 
 
 def snapshot_batches(
-    table: Path, version: int | None = None, columns: list[str] | None = None
+    table: TableLocation, version: int | None = None, columns: list[str] | None = None
 ) -> Iterator[list[dict[str, Any]]]:
-    """The rows of the table at ``version`` (None: the latest), in batches of Python dicts."""
+    """The rows of the table at ``version`` (None: the latest), in batches of Python dicts; on
+    object storage delta-rs reads it with the storage's options."""
     from deltalake import DeltaTable
 
     try:
-        dt = DeltaTable(str(table), version=version)
+        uri, options = delta_rs_args(table)
+        dt = DeltaTable(uri, version=version, storage_options=options)
         dataset = pyarrow_dataset(dt)
         scanner = dataset.scanner(columns=columns, batch_size=_BATCH_ROWS)
         for batch in scanner.to_batches():
@@ -45,7 +47,7 @@ def snapshot_batches(
     except Exception as exc:  # delta-rs and pyarrow raise their own error types
         at = "its latest version" if version is None else f"version {version}"
         raise LogstoreError(
-            f"cannot read the Delta table at {table} ({at}): {exc}",
+            f"cannot read the Delta table at {where(table)} ({at}): {exc}",
             hint="check that the version exists (logstore status shows the latest) and that the "
             "table's files are readable by this user",
         ) from exc

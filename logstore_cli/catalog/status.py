@@ -1,7 +1,7 @@
 """``logstore status``: where a table's writers are, read from the table itself and its topic.
 
-Everything but the topic's end offsets comes from the table directory, without a JVM: the Delta
-log's commits (their ``commitInfo.userMetadata``, the epoch metadata of design §7), the writer lease
+Everything but the topic's end offsets comes from the table's own files, without a JVM (a local
+directory, or a prefix on object storage read through the storage seam): the Delta log's commits (their ``commitInfo.userMetadata``, the epoch metadata of design §7), the writer lease
 (``catalog.lease``) and the quarantine files. Kafka is reached only through a ``TopicReader``
 handed in by the caller; when it cannot be asked, the rest is still reported.
 
@@ -32,9 +32,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logstore_cli.catalog import warehouse as wh
+from logstore_cli.catalog.delta_log import TableLocation
 from logstore_cli.catalog.epochs import commit_info, commit_versions
 from logstore_cli.catalog.lease import LeaseInfo, local_holder_dead, local_time, read_lease
 from logstore_cli.catalog.outside import uncarried
@@ -44,6 +45,9 @@ from logstore_cli.ingest.outside import OutsideCommit
 from logstore_cli.ingest.plan import STATE_DIR
 from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
 from logstore_cli.model import LogStoreSpec
+
+if TYPE_CHECKING:
+    from logstore_cli.storage.base import Storage
 
 QUARANTINE_DIR = "quarantine"
 QUARANTINE_SUFFIX = ".jsonl"
@@ -219,7 +223,7 @@ class CommitCache:
             raise found
         return found
 
-    def commits(self, table: Path, up_to: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    def commits(self, table: TableLocation, up_to: int) -> Iterator[tuple[int, dict[str, Any]]]:
         """``(version, commitInfo)`` of the Delta log's JSON commits up to ``up_to``, newest first
         (``catalog.epochs`` reads the files; not delta-rs' history, which replays the log again)."""
         versions = commit_versions(table)
@@ -247,7 +251,7 @@ class CommitCache:
 
 
 def table_status(
-    ref: wh.TableRef,
+    ref: wh.TableRef | wh.StoredTable,
     topics: TopicReader | None,
     *,
     default_bootstrap: str | None = None,
@@ -256,24 +260,37 @@ def table_status(
     holder_dead: Callable[[LeaseInfo], bool] = local_holder_dead,
     commits: CommitCache | None = None,
 ) -> TableStatus:
-    """The status of the committed table ``ref``; with ``topics``, its topic's end offsets too.
+    """The status of the committed table ``ref`` (a local directory, or a table on any
+    ``Storage``: the same reads through the seam); with ``topics``, its topic's end offsets too.
 
     ``now``, ``host`` and ``holder_dead`` default to the clock, this host's name and the process
     check of ``catalog.lease`` (tests pass fakes); ``commits`` keeps the commits read across
     calls (a fresh one reads them all)."""
-    state = wh.read_delta(ref.path)
+    location: TableLocation
+    shown: Path | str
+    if isinstance(ref, wh.StoredTable):
+        from logstore_cli.catalog.storage_lease import read_lease_on
+
+        location, shown = ref.storage, ref.storage.uri
+        state = wh.read_delta_on(ref.storage)
+        read_current_lease = partial(read_lease_on, ref.storage)
+    else:
+        location, shown = ref.path, ref.path
+        state = wh.read_delta(ref.path)
+        read_current_lease = partial(read_lease, ref.path)
     now = time.time() if now is None else now
     warnings: list[str] = []
 
-    lease, lease_error = _lease_status(
-        partial(read_lease, ref.path), now, host, holder_dead, warnings
-    )
+    lease, lease_error = _lease_status(read_current_lease, now, host, holder_dead, warnings)
 
-    quarantined = count_quarantined(ref.path, warnings)
+    if isinstance(location, Path):
+        quarantined = count_quarantined(location, warnings)
+    else:
+        quarantined = count_quarantined_on(location, warnings)
     writers: dict[str, WriterStatus] = {}
     oldest = None
     cache = commits or CommitCache()
-    for version, info_action in cache.commits(ref.path, state.version):
+    for version, info_action in cache.commits(location, state.version):
         oldest = version
         try:
             parsed = cache.epoch(version, info_action)
@@ -306,7 +323,7 @@ def table_status(
     if log is not None and log.topic is not None:  # without a log, nothing is carried anywhere
         try:
             found = uncarried(
-                ref.path, up_to=state.version, limit=OUTSIDE_SCAN_LIMIT, cache=cache.outside
+                location, up_to=state.version, limit=OUTSIDE_SCAN_LIMIT, cache=cache.outside
             )
             outside, unchecked = found.commits, found.unchecked
         except LogstoreError as exc:
@@ -314,7 +331,7 @@ def table_status(
 
     return TableStatus(
         name=ref.name,
-        path=ref.path,
+        path=shown,
         delta_version=state.version,
         history_from=oldest,
         lease=lease,
@@ -325,50 +342,6 @@ def table_status(
         warnings=tuple(warnings),
         outside=outside,
         outside_unchecked=unchecked,
-    )
-
-
-def table_status_on(
-    ref: wh.StoredTable,
-    topics: TopicReader | None,
-    *,
-    default_bootstrap: str | None = None,
-    now: float | None = None,
-    host: str | None = None,
-    holder_dead: Callable[[LeaseInfo], bool] = local_holder_dead,
-) -> TableStatus:
-    """``table_status`` of a committed table on object storage (issue 19 stage 2a): its Delta
-    version, its lease (``read_lease_on``) and its topic's end offsets. No ingest writes there yet,
-    so its commits' epochs, quarantine files and outside writes are not read (stage 2b)."""
-    from logstore_cli.catalog.storage_lease import read_lease_on
-
-    state = wh.read_delta_on(ref.storage)
-    now = time.time() if now is None else now
-    warnings: list[str] = []
-    lease, lease_error = _lease_status(
-        partial(read_lease_on, ref.storage), now, host, holder_dead, warnings
-    )
-    log = None
-    try:
-        log_store = spec_from_delta(ref, state, default_bootstrap).log_store
-    except LogstoreError as exc:
-        log = LogStatus(None, (), asked=False, error=f"the table's log store: {exc.message}")
-    else:
-        if log_store is not None:
-            log = _log_status(log_store, {}, topics)
-    if log is not None and log.error:
-        warnings.append(f"log: {log.error}")
-    return TableStatus(
-        name=ref.name,
-        path=ref.storage.uri,
-        delta_version=state.version,
-        history_from=None,
-        lease=lease,
-        lease_error=lease_error,
-        writers=(),
-        log=log,
-        quarantined={},
-        warnings=tuple(warnings),
     )
 
 
@@ -462,3 +435,25 @@ def _count_job(directory: Path, problems: list[str]) -> int:
         except OSError as exc:
             problems.append(f"quarantine: cannot read {path}: {exc.strerror or exc}")
     return total
+
+
+def count_quarantined_on(table: Storage, warnings: list[str] | None = None) -> dict[str, int]:
+    """``count_quarantined`` of a table on any ``Storage`` (``table`` rooted at the table): the
+    non-blank lines of ``_logstore/quarantine/<job>/*.jsonl``; what cannot be read is warned."""
+    problems = warnings if warnings is not None else []
+    root = f"{STATE_DIR}/{QUARANTINE_DIR}"
+    counts: dict[str, int] = {}
+    try:
+        jobs = table.list(root).dirs
+        for job in jobs:
+            total = 0
+            for name in table.list(f"{root}/{job}").files:
+                if not name.endswith(QUARANTINE_SUFFIX):
+                    continue
+                blob = table.read(f"{root}/{job}/{name}")
+                if blob is not None:
+                    total += sum(1 for line in blob.data.splitlines() if line.strip())
+            counts[job] = total
+    except LogstoreError as exc:
+        problems.append(f"quarantine: {exc.message}")
+    return counts

@@ -1,6 +1,7 @@
 """``logstore history TABLE``: the table's Delta commits, newest first, each named for what it was
 (an epoch, a carry of outside writes, a write made outside logstore, maintenance, a table change);
-see ``catalog/history.py``. No JVM, no broker."""
+see ``catalog/history.py``. No JVM, no broker; on an s3:// warehouse the log is read through the
+storage seam."""
 
 from __future__ import annotations
 
@@ -37,8 +38,12 @@ def history(
         raise InvalidInputError(f"--limit must be 1 or more, got {limit}")
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    ref = wh.find_table(ctx.warehouse, table)
-    data = read_history(ref.path, ref.name, limit).to_json()
+    if ctx.remote:
+        stored = wh.find_table_on(ctx.storage, table)
+        data = read_history(stored.storage, stored.name, limit).to_json()
+    else:
+        ref = wh.find_table(ctx.warehouse, table)
+        data = read_history(ref.path, ref.name, limit).to_json()
     out.emit(data, lambda console: _render(console, data))
 
 

@@ -74,7 +74,7 @@ def status(
 ) -> None:
     """Show who writes a table and how far: lease, writers' last epochs, log tail, quarantine."""
     from logstore_cli.catalog import warehouse as wh
-    from logstore_cli.catalog.status import CommitCache, TableStatus, table_status, table_status_on
+    from logstore_cli.catalog.status import CommitCache, TableStatus, table_status
 
     if interval is not None and not watch:
         raise InvalidInputError("--interval needs --watch", hint="add --watch, or drop --interval")
@@ -91,8 +91,6 @@ def status(
     )
 
     def current(cache: CommitCache | None = None) -> TableStatus:
-        if isinstance(found, wh.StoredTable):  # no epochs are read there yet (stage 2b)
-            return table_status_on(found, topics, default_bootstrap=ctx.default_bootstrap)
         return table_status(found, topics, default_bootstrap=ctx.default_bootstrap, commits=cache)
 
     if no_topic:

@@ -48,11 +48,11 @@ def verify(
     """
     from logstore_cli.logformat.wire import RowSchema
     from logstore_cli.read.consumer import LogSource, SourceConf
-    from logstore_cli.read.verify import verify_table, writer_running
+    from logstore_cli.read.verify import location, verify_table, writer_running
 
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    stored = ctx.load_table(table)
+    stored = ctx.load_any(table)
     log = stored.spec.log_store
     if log is None:
         raise InvalidInputError(
@@ -71,7 +71,7 @@ def verify(
             stored,
             source,
             examples=examples,
-            writer_live=lambda: writer_running(stored.ref.path),
+            writer_live=lambda: writer_running(location(stored)),
             marker_wait_s=timeout,
         )
     data = result.to_json()

@@ -82,7 +82,7 @@ def _as_of(reader: Any, as_of: str, *, changes: bool) -> Any:
 
 
 def _file_frame(spark: SparkSession, req: ReadRequest, summary: ReadSummary) -> DataFrame:
-    path = str(req.table.ref.path)
+    path = str(req.path)
     names = list(req.schema.names)
     reader = spark.read.format("delta")
     if req.changes:
@@ -142,7 +142,7 @@ def _log_reader(spark: SparkSession, req: ReadRequest, start: str, stream: bool)
     reader = spark.readStream if stream else spark.read
     return (
         reader.format("logstore")
-        .option("warehouse", str(req.table.ref.path.parents[1]))
+        .option("warehouse", str(req.path.parents[1]))
         .option("consistency", req.level)
         .option("changelogMode", req.changelog)
         .option("from", start)
@@ -158,7 +158,7 @@ def _log_start(req: ReadRequest, summary: ReadSummary) -> tuple[str, int | None]
     log = req.spec.log_store
     assert log is not None
     conf = SourceConf(req.bootstrap or log.address, req.client_properties, log.topic, req.timeout_s)
-    hybrid = resolve_hybrid(req.table.ref.path, conf, req.start.version)
+    hybrid = resolve_hybrid(req.path, conf, req.start.version)
     summary.snapshot_version = hybrid.version
     return f"snapshot:{hybrid.version}", hybrid.version
 
@@ -168,9 +168,7 @@ def _log_frame(spark: SparkSession, req: ReadRequest, summary: ReadSummary) -> D
     log: DataFrame = _log_reader(spark, req, start, stream=False).load(req.name)
     if version is None:
         return log
-    snapshot = (
-        spark.read.format("delta").option("versionAsOf", version).load(str(req.table.ref.path))
-    )
+    snapshot = spark.read.format("delta").option("versionAsOf", version).load(str(req.path))
     snap = snapshot.select(
         *req.schema.names,
         F.lit("+I").alias(KIND),

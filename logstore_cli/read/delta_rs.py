@@ -71,7 +71,7 @@ def read_with_delta_rs(
     assert req.mode == "file"
     began = time.monotonic()
     summary = ReadSummary(req.name, "file", ENGINE, None)
-    path = req.table.ref.path
+    path = req.path
     table = _open(path)
     latest = table.version()
     as_of = None if req.as_of is None else plan.parse_as_of(req.as_of)
@@ -267,8 +267,7 @@ def _snapshot_batches(table: DeltaTable, req: ReadRequest, version: int) -> Iter
         raise
     except Exception as exc:
         raise LogstoreError(
-            f"cannot read the Delta table at {req.table.ref.path} (version {version}): "
-            f"{_first_line(exc)}",
+            f"cannot read the Delta table at {req.path} (version {version}): {_first_line(exc)}",
             hint="check that the table's files are readable by this user",
         ) from exc
 

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from logstore_cli.catalog.epochs import epoch_commits
 from logstore_cli.read import plan
 
 if TYPE_CHECKING:
+    from logstore_cli.catalog.delta_log import TableLocation
     from logstore_cli.read.consumer import SourceConf
 
 
@@ -21,7 +21,7 @@ def log_start_offsets(conf: SourceConf) -> dict[int, int]:
         return admin.start_offsets(conf.topic)
 
 
-def resolve_hybrid(table: Path, conf: SourceConf, version: int | None) -> plan.HybridStart:
+def resolve_hybrid(table: TableLocation, conf: SourceConf, version: int | None) -> plan.HybridStart:
     """The start of a hybrid read from snapshot ``version`` of the Delta table at ``table`` (None:
     the newest whose offsets the log still holds); a snapshot retention cut off is refused."""
     return plan.hybrid_start(epoch_commits(table), version, log_start_offsets(conf))

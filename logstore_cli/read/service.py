@@ -5,7 +5,9 @@ broker or a JVM is touched). ``read_with_consumer`` runs a log read with the con
 engine (``consumer.py``): an optional Delta snapshot first (hybrid read, with delta-rs), then the
 log through one ``TopicDecider``; what it emits goes to a ``Sink``. The Spark engine
 (``jobs/read.py``) and the delta-rs engine of ``--mode file`` (``delta_rs.py``) take the same
-request and the same sink.
+request and the same sink. On an s3:// warehouse (``StoredTableOn``) only the consumer engine's log
+reads run (issue 19 stage 2b): its Delta reads go through the storage seam and delta-rs's storage
+options; the others are refused in ``build_request``.
 """
 
 from __future__ import annotations
@@ -16,14 +18,17 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from logstore_cli.catalog.tables import StoredTable
+from logstore_cli.catalog.tables import StoredTable, StoredTableOn
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.logformat.consistency import Level
 from logstore_cli.logformat.wire import RowKind, RowSchema
 from logstore_cli.model import TableSpec
 from logstore_cli.read import plan
+
+if TYPE_CHECKING:
+    from logstore_cli.catalog.delta_log import TableLocation
 
 # A version, or a timestamp Spark casts: they start with a year (or a sign), or T and a time.
 _AS_OF = re.compile(r"\s*([+-]?\d|T\d)")
@@ -45,7 +50,7 @@ class Sink(Protocol):
 class ReadRequest:
     """One ``logstore read``, checked."""
 
-    table: StoredTable
+    table: StoredTable | StoredTableOn
     mode: plan.Mode
     engine: plan.Engine
     output: plan.OutputSpec
@@ -68,6 +73,20 @@ class ReadRequest:
     @property
     def name(self) -> str:
         return self.table.ref.name
+
+    @property
+    def path(self) -> Path:
+        """The table's local directory (the engines that need one: Spark, ``--mode file``)."""
+        if isinstance(self.table, StoredTableOn):  # refused by build_request: never reached
+            raise InvalidInputError(_REMOTE, hint=_REMOTE_HINT)
+        return self.table.ref.path
+
+    @property
+    def location(self) -> TableLocation:
+        """Where the consumer engine reads the Delta log: the directory, or the table's storage."""
+        if isinstance(self.table, StoredTableOn):
+            return self.table.ref.storage
+        return self.table.ref.path
 
     @property
     def schema(self) -> RowSchema:
@@ -147,12 +166,20 @@ def check_outside_tables(path: str, table: StoredTable) -> None:
         )
 
 
+_REMOTE = (
+    "'read' on an s3:// warehouse reads the log with the consumer engine only (issue 19 stage "
+    "2b): --mode file and the Spark engine do not run there yet"
+)
+_REMOTE_HINT = (
+    "read with --mode log to stdout or --output jsonl[:PATH], or read on a local warehouse; see "
+    "docs/cluster.md, section 5"
+)
 _FILE_ONLY = "--as-of and --changes read the Delta table: use them with --mode file"
 _LOG_ONLY = "{flag} applies to the log: use it with --mode log"
 
 
 def build_request(
-    table: StoredTable,
+    table: StoredTable | StoredTableOn,
     *,
     mode: str | None,
     engine: str,
@@ -183,7 +210,7 @@ def build_request(
         raise InvalidInputError(f"--limit must be at least 1, got {limit}")
     if output.path is not None:
         check_new_path(output.path)  # before a JVM starts; the engines check again to write
-        if output.kind in ("delta", "parquet"):
+        if output.kind in ("delta", "parquet") and isinstance(table, StoredTable):
             check_outside_tables(output.path, table)
     if checkpoint is not None and not checkpoint.strip():
         raise InvalidInputError("--checkpoint is empty")
@@ -199,7 +226,10 @@ def build_request(
         )
         if used
     ]
+    remote = isinstance(table, StoredTableOn)
     if chosen == "file":
+        if remote:
+            raise InvalidInputError(_REMOTE, hint=_REMOTE_HINT)
         if given_log:
             raise InvalidInputError(
                 _LOG_ONLY.format(flag=given_log[0]),
@@ -261,6 +291,8 @@ def build_request(
             hint="use the consumer engine (the default for stdout) for a bounded read that goes "
             "on where the last one stopped",
         )
+    if remote and resolved != "consumer":
+        raise InvalidInputError(_REMOTE, hint=_REMOTE_HINT)
     if resolved == "consumer" and not output.streamed:
         raise InvalidInputError(
             f"--output {output.path} writes {output.kind.capitalize()} files, which the consumer "
@@ -313,7 +345,7 @@ def read_with_consumer(
         saved = store.load()
     hybrid = None
     if req.start.kind == "snapshot" and saved is None:
-        hybrid = resolve_hybrid(req.table.ref.path, conf, req.start.version)
+        hybrid = resolve_hybrid(req.location, conf, req.start.version)
     emitted = 0
 
     def emit(kind: RowKind, row: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
@@ -331,7 +363,11 @@ def read_with_consumer(
         from logstore_cli.catalog import warehouse as wh
         from logstore_cli.catalog.schema import columns_from_delta_schema
 
-        state = wh.read_delta(req.table.ref.path)
+        table = req.table
+        if isinstance(table, StoredTableOn):
+            state = wh.read_delta_on(table.ref.storage)
+        else:
+            state = wh.read_delta(table.ref.path)
         spec = dataclasses.replace(req.spec, columns=columns_from_delta_schema(state.schema))
         new = RowSchema.of(spec)
         if set(schema.names) < set(new.names):
@@ -344,7 +380,7 @@ def read_with_consumer(
         req.level,
         committed_through=None if hybrid is None else hybrid.committed_through,
         state=saved,
-        confirm=EpochConfirmer(req.table.ref.path),  # a marker releases what Delta committed
+        confirm=EpochConfirmer(req.location),  # a marker releases what Delta committed
         reload_schema=reload_schema,
     )
     before = reader.decider.stats()  # a restored state's counts are the last run's
@@ -354,8 +390,7 @@ def read_with_consumer(
                 summary.snapshot_version = hybrid.version
                 meta = {"version": hybrid.version}
                 arrow = ArrowRows(schema)  # Arrow's Python values as the wire format takes them
-                path = req.table.ref.path
-                for rows in snapshot_batches(path, hybrid.version, list(schema.names)):
+                for rows in snapshot_batches(req.location, hybrid.version, list(schema.names)):
                     for row in rows:
                         summary.snapshot_rows += 1
                         emit(RowKind.INSERT, arrow(row), meta)

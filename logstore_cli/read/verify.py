@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from logstore_cli.catalog import warehouse as wh
+from logstore_cli.catalog.delta_log import TableLocation
 from logstore_cli.catalog.epochs import (
     EpochCommit,
     EpochConfirmer,
@@ -41,7 +42,7 @@ from logstore_cli.catalog.epochs import (
     epoch_commits,
 )
 from logstore_cli.catalog.outside import uncarried
-from logstore_cli.catalog.tables import StoredTable
+from logstore_cli.catalog.tables import StoredTable, StoredTableOn
 from logstore_cli.errors import InvalidInputError, LogstoreError
 from logstore_cli.ingest.outside import OutsideCommit, describe_all
 from logstore_cli.logformat.consistency import Item, TopicDecider
@@ -54,7 +55,7 @@ _MARKER_WAIT_STEP_S: Final = 0.2
 # is checked this far back, not through its whole log.
 OUTSIDE_SCAN_LIMIT: Final = 20_000
 
-RowBatches = Callable[[Path, int, list[str]], Iterable[list[dict[str, Any]]]]
+RowBatches = Callable[[TableLocation, int, list[str]], Iterable[list[dict[str, Any]]]]
 
 
 class LogRange(Protocol):
@@ -194,7 +195,9 @@ class _LogRead:
     """Partitions read through one decider at level ``committed``, each up to an end offset that
     may be moved on (``extend``)."""
 
-    def __init__(self, source: LogRange, bound: int | None, schema: RowSchema, table: Path) -> None:
+    def __init__(
+        self, source: LogRange, bound: int | None, schema: RowSchema, table: TableLocation
+    ) -> None:
         self.source = source
         self.bound = bound  # V (None: no epoch commit, every versioned marker counts)
         self.state = FoldedState(schema)  # what markers naming V or older released, folded
@@ -232,7 +235,7 @@ class _LogRead:
         self.position[partition] = max(self.position.get(partition, start), end)
 
 
-def _adopted_offsets(stored: StoredTable) -> dict[int, int]:
+def _adopted_offsets(stored: StoredTable | StoredTableOn) -> dict[int, int]:
     """The end offsets an adopted topic had when the table took it over (its records before them
     are not logstore's); empty when the topic was not adopted."""
     raw = stored.state.properties.get(wh.P_ADOPTED_TOPIC)
@@ -249,7 +252,7 @@ def _adopted_offsets(stored: StoredTable) -> dict[int, int]:
 
 
 def verify_table(
-    stored: StoredTable,
+    stored: StoredTable | StoredTableOn,
     source: LogRange,
     *,
     examples: int = EXAMPLES,
@@ -271,7 +274,7 @@ def verify_table(
             f"table {stored.ref.name} has no log store to verify",
             hint="verify compares a table's log with its Delta table; this one writes Delta only",
         )
-    path = stored.ref.path
+    path = location(stored)
     schema = RowSchema.of(spec)
     # Step 1: V first, then the log's offsets (see the module's docstring).
     commits = list(epoch_commits(path))
@@ -387,13 +390,23 @@ def verify_table(
     return finish()
 
 
-def writer_running(table: Path) -> bool:
+def location(stored: StoredTable | StoredTableOn) -> TableLocation:
+    """Where the table's Delta log and lease are read: its directory, or its ``Storage``."""
+    return stored.ref.storage if isinstance(stored, StoredTableOn) else stored.ref.path
+
+
+def writer_running(table: TableLocation) -> bool:
     """Whether a job holds the table's lease now: unexpired, and its process not known to have
     exited (a holder on another host is taken to run)."""
     from logstore_cli.catalog.lease import local_holder_dead, read_lease
 
     try:
-        info = read_lease(table)
+        if isinstance(table, Path):
+            info = read_lease(table)
+        else:
+            from logstore_cli.catalog.storage_lease import read_lease_on
+
+            info = read_lease_on(table)
     except LogstoreError:
         return False  # an unreadable lease: no writer can prove it holds the table
     if info is None or info.expired(time.time()):
@@ -402,7 +415,7 @@ def writer_running(table: Path) -> bool:
 
 
 def _snapshot_batches(
-    path: Path, version: int, columns: list[str]
+    path: TableLocation, version: int, columns: list[str]
 ) -> Iterable[list[dict[str, Any]]]:
     from logstore_cli.catalog.snapshot import snapshot_batches
 
@@ -447,7 +460,11 @@ def _read_notes(
 
 
 def _outside_writes(
-    result: VerifyResult, path: Path, bound: int | None, versions: list[int], table: str
+    result: VerifyResult,
+    path: TableLocation,
+    bound: int | None,
+    versions: list[int],
+    table: str,
 ) -> bool:
     """Name the writes not carried into the log; True when some came after ``V`` (the log
     cannot hold them yet: the two cannot be equal, and the reason says why)."""

@@ -47,12 +47,14 @@ CATALOG = frozenset(
 # What 'status' adds: lease, the epochs Delta records (their wire metadata), the job's paths.
 STATUS = frozenset(
     {"cli.status", "catalog.status", "catalog.lease", "catalog.epochs", "ingest", "ingest.plan"}
+    | {"catalog.delta_log"}  # where the Delta log is read (a local path: the seam is not imported)
     | {"catalog.outside", "ingest.outside"}  # writes made outside logstore, not carried yet
     | {"logformat", "logformat.errors", "logformat.partitioner", "logformat.values"}
     | {"logformat.wire"}
 )
 HISTORY = frozenset(
     {"cli.history", "catalog", "catalog.warehouse", "catalog.history", "catalog.epochs"}
+    | {"catalog.delta_log"}
     | {"catalog.lease", "catalog.outside", "ingest", "ingest.outside", "ingest.plan"}
     | {"logformat", "logformat.errors", "logformat.partitioner", "logformat.values"}
     | {"logformat.wire", "names"}
@@ -62,6 +64,7 @@ HISTORY = frozenset(
 READ = frozenset(
     {"cli.read", "read", "read.plan", "read.service", "read.delta_rs", "read.fold"}
     | {"catalog.epochs", "logformat", "logformat.errors", "logformat.values", "logformat.wire"}
+    | {"catalog.delta_log"}
     | {"logformat.consistency", "logformat.partitioner"}
 )
 VACUUM = frozenset({"cli.vacuum", "catalog.vacuum", "catalog.epochs"}) | (HISTORY - {"cli.history"})

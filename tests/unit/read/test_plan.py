@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from logstore_cli.catalog.epochs import EpochCommit, usable_snapshots
-from logstore_cli.catalog.tables import StoredTable
+from logstore_cli.catalog.tables import StoredTable, StoredTableOn
 from logstore_cli.catalog.warehouse import DeltaState, TableRef
 from logstore_cli.ddl import parse_ddl
 from logstore_cli.errors import InvalidInputError, RecordsDeletedError
@@ -417,3 +417,39 @@ def test_change_lines_show_a_row_decoded_before_a_column_was_added_with_null() -
     assert line == '{"kind":"+I","row":{"id":1,"name":"a","n":null},"offset":3}'
     with pytest.raises(WireFormatError):  # a column the table lacks is still refused
         lines.line(RowKind.INSERT, {"id": 1, "zzz": 2}, {})
+
+
+def _stored_on(tmp_path: Path) -> StoredTableOn:
+    from logstore_cli.catalog.warehouse import StoredTable as TableOnStorage
+    from logstore_cli.storage.local import LocalStorage
+
+    storage = LocalStorage(tmp_path / "w").child("db").child("orders")
+    state = replace(_stored(_spec()).state, path=storage.uri)
+    return StoredTableOn(TableOnStorage("db", "orders", storage), state, _spec())
+
+
+@pytest.mark.parametrize(
+    "given",
+    [{"mode": "file"}, {"mode": "file", "output": plan.OutputSpec("delta", "/x/copy")},
+     {"engine": "spark"}, {"output": plan.OutputSpec("parquet", "/x/out")}],
+    ids=["file", "file to delta", "spark engine", "spark for a path"],
+)  # fmt: skip
+def test_a_read_on_object_storage_runs_the_consumer_engine_only(
+    tmp_path: Path, given: dict[str, Any]
+) -> None:
+    args: dict[str, Any] = {
+        "mode": "log", "engine": "auto", "output": plan.OutputSpec("jsonl"), "consistent": False,
+        "consistency": None, "changelog": "all-kinds", "start": None, "follow": False,
+        "limit": None, "checkpoint": None, "as_of": None, "changes": False, "bootstrap": None,
+        "client_properties": {}, "timeout_s": 5.0,
+    }  # fmt: skip
+    stored = _stored_on(tmp_path)
+    req = build_request(stored, **args)  # the consumer engine for stdout
+    assert (req.mode, req.engine, req.location) == ("log", "consumer", stored.ref.storage)
+    with pytest.raises(InvalidInputError, match="reads the log with the consumer engine only"):
+        req.path  # noqa: B018  (what Spark and --mode file would read)
+    with pytest.raises(InvalidInputError, match="consumer engine only") as info:
+        build_request(stored, **{**args, **given})
+    assert "--mode log" in (info.value.hint or "")
+    local = build_request(_stored(_spec()), **{**args, **given})  # a local table: not refused
+    assert local.path == Path("/w/db/orders")
