@@ -183,6 +183,11 @@ class PulsarAdmin:
         self._call("POST", f"{topic.path}/retention", body=body,
                    deadline=deadline or self._deadline())  # fmt: skip
 
+    def set_deduplication(self, topic: TopicName, enabled: bool) -> None:
+        """Broker-side deduplication of the topic (by producer name and sequence id)."""
+        self._call("POST", f"{topic.path}/deduplicationEnabled", body=enabled,
+                   deadline=self._deadline())  # fmt: skip
+
     def add_partitions(self, topic: TopicName, total: int) -> None:
         """Grow the topic to ``total`` partitions (Pulsar never shrinks one)."""
         self._call("POST", f"{topic.path}/partitions", body=total, deadline=self._deadline())

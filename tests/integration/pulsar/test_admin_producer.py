@@ -99,3 +99,40 @@ def test_an_unreachable_admin_api_is_named() -> None:
     (port,) = processes.free_ports(1)
     with pytest.raises(BrokerError, match="unreachable"):
         PulsarAdmin(f"http://127.0.0.1:{port}", timeout_s=5).ping()
+
+
+def test_deduplication_never_drops_a_retried_attempts_records(
+    pulsar: PulsarInfo, pulsar_topic: str
+) -> None:
+    """With broker-side deduplication on, a retried attempt (its own producer name) lands whole,
+    and so does a producer that comes back under a name the broker has seen: the client continues
+    from the sequence id the broker remembers for it (the dedup state is real: it is that id)."""
+    import pulsar as client_lib
+
+    admin = PulsarAdmin(pulsar.web_url, timeout_s=30)
+    topic = TopicName.parse(pulsar_topic)
+    admin.create_topic(topic, 1, retention_minutes=-1, retention_mb=-1)
+    admin.set_deduplication(topic, True)
+    props = {"logstore.kind": "+I"}
+
+    def attempt(name: str, values: list[bytes]) -> None:
+        with PulsarLogProducer(pulsar.service_url, topic, 1, name) as producer:
+            for value in values:
+                producer.send('{"id":1}', value, props)
+            producer.flush()
+
+    attempt(producer_name("w-1", "a-1"), [b"1", b"2", b"3"])
+    attempt(producer_name("w-1", "a-2"), [b"1", b"2", b"3"])  # the retry: all kept
+    client = client_lib.Client(pulsar.service_url)
+    try:
+        again = client.create_producer(
+            topic.partition(0), producer_name=producer_name("w-1", "a-1"), batching_enabled=False
+        )
+        assert again.last_sequence_id() == 2  # the broker's record of a-1's three messages
+        again.send(b"4", properties=props)
+        again.close()
+    finally:
+        client.close()
+    assert [r[1] for r in _read(pulsar.service_url, topic.partition(0))] == [
+        b"1", b"2", b"3", b"1", b"2", b"3", b"4"
+    ]  # fmt: skip
