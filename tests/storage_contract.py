@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -53,6 +54,10 @@ def check_listing_and_children(storage: Storage) -> None:
     assert storage.list("db1") == Listing(files=(), dirs=("t1", "t2"))
     assert storage.list("db1/t1/_delta_log").files == ("00000000000000000000.json",)
     assert storage.list("nothing") == Listing((), ())
+    # Each file's modification time, in milliseconds (a server's clock: within a minute of ours).
+    listed = storage.list("db1/t1/_delta_log")
+    (at,) = listed.modified.values()
+    assert abs(at - time.time() * 1000) < 60_000 and set(listed.modified) == set(listed.files)
     child = storage.child("db1").child("t2")
     blob = child.read("x")
     assert blob is not None and blob.data == b""

@@ -165,7 +165,7 @@ S3_COMMANDS = frozenset(
 _WAREHOUSE_ANYWHERE = S3_COMMANDS | {"setup"}
 S3_WORKS = (
     "create-table, list, describe, alter-table (--set, --unset, --add-column), drop-table, "
-    "status, history, verify and read --mode log (the consumer engine) run there today"
+    "status, history, verify and read (the consumer engine and delta-rs, not Spark) run there today"
 )
 
 

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from logstore_cli.catalog import delta_log
+from logstore_cli.catalog.delta_log import TableLocation
 from logstore_cli.errors import InvalidInputError, LogstoreError
 from logstore_cli.logformat.wire import RowKind
 from logstore_cli.read import plan
@@ -71,7 +73,7 @@ def read_with_delta_rs(
     assert req.mode == "file"
     began = time.monotonic()
     summary = ReadSummary(req.name, "file", ENGINE, None)
-    path = req.path
+    path = req.location
     table = _open(path)
     latest = table.version()
     as_of = None if req.as_of is None else plan.parse_as_of(req.as_of)
@@ -102,14 +104,15 @@ def read_with_delta_rs(
 # -- the table and its versions ------------------------------------------------------------------
 
 
-def _open(path: Path) -> DeltaTable:
+def _open(path: TableLocation) -> DeltaTable:
     from deltalake import DeltaTable
 
+    uri, options = delta_log.delta_rs_args(path)
     try:
-        return DeltaTable(str(path))
+        return DeltaTable(uri, storage_options=options)
     except Exception as exc:  # delta-rs raises its own error types
         raise LogstoreError(
-            f"cannot read the Delta table at {path}: {_first_line(exc)}",
+            f"cannot read the Delta table at {delta_log.where(path)}: {_first_line(exc)}",
             hint="check that the table's files are readable by this user",
         ) from exc
 
@@ -126,41 +129,47 @@ def _at_version(table: DeltaTable, version: int) -> DeltaTable:
     return table
 
 
-def commit_times(path: Path, *, in_commit: bool = False) -> dict[int, int]:
+def commit_times(path: TableLocation, *, in_commit: bool = False) -> dict[int, int]:
     """Each commit version the Delta log holds → its time in epoch milliseconds, as Delta takes
     it: the commit file's modification time, raised where needed so that times grow with
     versions (Delta's ``DeltaHistoryManager`` does the same); with ``in_commit`` (the table's
     ``delta.enableInCommitTimestamps``), a commit's own ``inCommitTimestamp`` where it has one."""
-    log = path / "_delta_log"
     found: dict[int, int] = {}
-    try:
-        with os.scandir(log) as entries:
-            for entry in entries:
-                if m := _COMMIT.fullmatch(entry.name):
-                    found[int(m.group(1))] = entry.stat().st_mtime_ns // 1_000_000
-    except OSError as exc:
-        raise LogstoreError(f"cannot list the Delta log {log}: {exc.strerror or exc}") from exc
+    if isinstance(path, Path):
+        log = path / "_delta_log"
+        try:
+            with os.scandir(log) as entries:
+                for entry in entries:
+                    if m := _COMMIT.fullmatch(entry.name):
+                        found[int(m.group(1))] = entry.stat().st_mtime_ns // 1_000_000
+        except OSError as exc:
+            raise LogstoreError(f"cannot list the Delta log {log}: {exc.strerror or exc}") from exc
+    else:  # object storage: the objects' last-modified times, as Delta takes them there
+        listing = path.list(delta_log.LOG_DIR)
+        for name in listing.files:
+            if m := _COMMIT.fullmatch(name):
+                found[int(m.group(1))] = listing.modified[name]
     times: dict[int, int] = {}
     previous = None
     for version in sorted(found):
         at = found[version]
         if in_commit:
-            at = _in_commit_timestamp(log / f"{version:020d}.json", at)
+            at = _in_commit_timestamp(path, version, at)
         if previous is not None and at <= previous:
             at = previous + 1
         times[version] = previous = at
     return times
 
 
-def _in_commit_timestamp(commit: Path, default: int) -> int:
+def _in_commit_timestamp(path: TableLocation, version: int, default: int) -> int:
     """The ``inCommitTimestamp`` of a commit's ``commitInfo`` (its first action when the table
     records them), else ``default``."""
     import json
 
     try:
-        with open(commit, encoding="utf-8") as f:
-            first = json.loads(f.readline() or "{}")
-    except (OSError, ValueError):
+        with delta_log.open_commit(path, version) as f:
+            first = json.loads(f.readline() or b"{}")
+    except (OSError, ValueError, LogstoreError):
         return default
     info = first.get("commitInfo") if isinstance(first, dict) else None
     at = info.get("inCommitTimestamp") if isinstance(info, dict) else None
@@ -182,7 +191,7 @@ def _check_version(version: int, latest: int) -> None:
         )
 
 
-def _check_kept(path: Path, first: int) -> None:
+def _check_kept(path: TableLocation, first: int) -> None:
     """A change feed from ``first`` needs every commit from there: the Delta log still holds it."""
     kept = commit_times(path)
     oldest = min(kept, default=0)
@@ -194,12 +203,12 @@ def _check_kept(path: Path, first: int) -> None:
         )
 
 
-def _times(path: Path, table: DeltaTable) -> dict[int, int]:
+def _times(path: TableLocation, table: DeltaTable) -> dict[int, int]:
     config = table.metadata().configuration
     return commit_times(path, in_commit=config.get("delta.enableInCommitTimestamps") == "true")
 
 
-def _snapshot_version(path: Path, table: DeltaTable, as_of: plan.AsOf, latest: int) -> int:
+def _snapshot_version(path: TableLocation, table: DeltaTable, as_of: plan.AsOf, latest: int) -> int:
     """``--as-of`` of a snapshot: the version itself, or the latest committed at or before the
     time."""
     if as_of.version is not None:
@@ -226,7 +235,7 @@ def _snapshot_version(path: Path, table: DeltaTable, as_of: plan.AsOf, latest: i
     return max(before)
 
 
-def _first_version(path: Path, table: DeltaTable, as_of: plan.AsOf, latest: int) -> int:
+def _first_version(path: TableLocation, table: DeltaTable, as_of: plan.AsOf, latest: int) -> int:
     """``--as-of`` of a change feed: the version itself, or the first committed at or after the
     time."""
     if as_of.version is not None:
@@ -267,7 +276,8 @@ def _snapshot_batches(table: DeltaTable, req: ReadRequest, version: int) -> Iter
         raise
     except Exception as exc:
         raise LogstoreError(
-            f"cannot read the Delta table at {req.path} (version {version}): {_first_line(exc)}",
+            f"cannot read the Delta table at {delta_log.where(req.location)} (version {version}): "
+            f"{_first_line(exc)}",
             hint="check that the table's files are readable by this user",
         ) from exc
 

@@ -167,12 +167,12 @@ def check_outside_tables(path: str, table: StoredTable) -> None:
 
 
 _REMOTE = (
-    "'read' on an s3:// warehouse reads the log with the consumer engine only (issue 19 stage "
-    "2b): --mode file and the Spark engine do not run there yet"
+    "'read' on an s3:// warehouse runs the consumer engine (--mode log) and delta-rs (--mode "
+    "file) only (issue 19 stage 2b): the Spark engine does not run there yet"
 )
 _REMOTE_HINT = (
-    "read with --mode log to stdout or --output jsonl[:PATH], or read on a local warehouse; see "
-    "docs/cluster.md, section 5"
+    "drop --engine spark (a Delta or Parquet output of --mode file is written by delta-rs), or "
+    "read the log to stdout or --output jsonl[:PATH]; see docs/cluster.md, section 5"
 )
 _FILE_ONLY = "--as-of and --changes read the Delta table: use them with --mode file"
 _LOG_ONLY = "{flag} applies to the log: use it with --mode log"
@@ -228,7 +228,7 @@ def build_request(
     ]
     remote = isinstance(table, StoredTableOn)
     if chosen == "file":
-        if remote:
+        if remote and engine == "spark":
             raise InvalidInputError(_REMOTE, hint=_REMOTE_HINT)
         if given_log:
             raise InvalidInputError(

@@ -13,7 +13,8 @@ conditional delete: some S3-compatible servers ignore its condition.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 
@@ -27,10 +28,13 @@ class Blob:
 
 @dataclass(frozen=True)
 class Listing:
-    """The direct children of a key: objects (files) and common prefixes (directories), sorted."""
+    """The direct children of a key: objects (files) and common prefixes (directories), sorted;
+    each file's last modification in milliseconds since the epoch (the time Delta gives a commit
+    file), which equality leaves out."""
 
     files: tuple[str, ...]
     dirs: tuple[str, ...]
+    modified: Mapping[str, int] = field(default_factory=dict, compare=False)
 
 
 @runtime_checkable

@@ -215,6 +215,7 @@ class LocalStorage:
                 self._inside(directory / "x")
         files: list[str] = []
         dirs: list[str] = []
+        modified: dict[str, int] = {}
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
@@ -224,11 +225,17 @@ class LocalStorage:
                         continue
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)
+                        if not is_dir:
+                            at = entry.stat(follow_symlinks=False).st_mtime_ns // 1_000_000
                     except OSError:
                         continue
-                    (dirs if is_dir else files).append(entry.name)
+                    if is_dir:
+                        dirs.append(entry.name)
+                    else:
+                        files.append(entry.name)
+                        modified[entry.name] = at
         except (FileNotFoundError, NotADirectoryError):
             return Listing((), ())
         except OSError as exc:
             raise _io_error("list", directory, exc) from None
-        return Listing(tuple(sorted(files)), tuple(sorted(dirs)))
+        return Listing(tuple(sorted(files)), tuple(sorted(dirs)), modified)

@@ -392,16 +392,18 @@ class S3Storage:
         prefix = self.key(key) + "/" if key else self.prefix
         files: list[str] = []
         dirs: list[str] = []
+        modified: dict[str, int] = {}
         try:
             for page in self._pages(prefix):
                 for item in page.get("Contents", ()):
                     name = str(item["Key"])[len(prefix) :]
                     if not segment_problem(name):
                         files.append(name)
+                        modified[name] = int(item["LastModified"].timestamp() * 1000)
                 for common in page.get("CommonPrefixes", ()):
                     name = str(common["Prefix"])[len(prefix) :].removesuffix("/")
                     if not segment_problem(name):
                         dirs.append(name)
         except Exception as exc:
             raise _failure("list", f"s3://{self._bucket}/{prefix}", exc) from None
-        return Listing(tuple(sorted(files)), tuple(sorted(dirs)))
+        return Listing(tuple(sorted(files)), tuple(sorted(dirs)), modified)

@@ -1,8 +1,8 @@
 """A table with real ingest epochs on an ``s3://`` warehouse (issue 19 stage 2b): a local ingest
 (Spark, the real broker) writes two epochs, the table directory is uploaded to the real S3 server
 as it is (a Delta table's paths are relative), and ``status``, ``history``, ``verify`` and ``read
---mode log`` (the consumer engine, a hybrid read included) on the S3 warehouse say what they say for
-the local copy; then again after a write made outside logstore and a Delta checkpoint (read by
+--mode log`` (the consumer engine, a hybrid read included) and ``read --mode file`` (delta-rs) on the
+S3 warehouse say what they say for the local copy; then again after a write made outside logstore and a Delta checkpoint (read by
 delta-rs with the storage options)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 
 from tests.e2e.cli_support import create_tables, run_cli
 from tests.e2e.test_s3_tables_cli import Lake
@@ -83,6 +84,15 @@ def same_read(tmp: Path, lake: Lake, *args: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in here.stdout.splitlines()]
 
 
+def same_file_read(tmp: Path, lake: Lake, *args: str) -> list[dict[str, Any]]:
+    here = run_cli("read", TABLE, "--mode", "file", "--json", *args, cwd=tmp)
+    assert here.returncode == 0, here.stderr
+    there = lake.run("read", TABLE, "--mode", "file", "--json", *args)
+    assert there.returncode == 0, there.stderr
+    assert there.stdout == here.stdout
+    return [json.loads(line) for line in here.stdout.splitlines()]
+
+
 def test_status_history_verify_and_read_on_s3_say_what_they_say_for_the_local_copy(
     tmp_path: Path, kafka_bootstrap: str, topic_name: str, lake: Lake
 ) -> None:
@@ -115,12 +125,25 @@ def test_status_history_verify_and_read_on_s3_say_what_they_say_for_the_local_co
     assert len(changes_read) == len(log)  # every change of the two committed epochs
     rows = verified["delta"]["rows"]
     assert len(same_read(tmp_path, lake, "--from", "snapshot")) == rows
-    refused = lake.run("read", TABLE, "--mode", "file")
-    assert refused.returncode == 2 and "consumer engine only" in refused.stderr
+    # --mode file through delta-rs with the storage options: the snapshot, a version, the
+    # changes, the same rows as the local copy's; a Delta output written locally from S3.
+    assert len(same_file_read(tmp_path, lake)) == rows
+    assert same_file_read(tmp_path, lake, "--as-of", "1")
+    assert len(same_file_read(tmp_path, lake, "--changes")) >= rows
+    assert same_file_read(tmp_path, lake, "--changes", "--as-of", "2")
+    # A time: the commits' times on S3 are their objects' (as Delta takes them); one after the
+    # newest commit is refused as Delta refuses it, naming that commit.
+    late = lake.run("read", TABLE, "--mode", "file", "--json", "--as-of", "2999-01-01")
+    assert late.returncode == 2 and "after the table's newest commit" in late.stderr
+    assert f"version {epochs[1]['delta_version']})" in late.stderr
+    copied = lake.run("read", TABLE, "--mode", "file", "-o", f"delta:{tmp_path / 'copy'}")
+    assert copied.returncode == 0, copied.stderr
+    assert DeltaTable(str(tmp_path / "copy")).to_pyarrow_table().num_rows == rows
+    refused = lake.run("read", TABLE, "--mode", "file", "--engine", "spark")
+    assert refused.returncode == 2 and "the Spark engine does not run there" in refused.stderr
 
     # A write made outside logstore (a DELETE of one data file), then a checkpoint: the log's
     # state now comes from a Parquet checkpoint, read by delta-rs with the storage options.
-    from deltalake import DeltaTable
 
     dt = DeltaTable(str(table))
     victim = dt.file_uris()[0].rsplit("/", 1)[-1]

@@ -430,13 +430,11 @@ def _stored_on(tmp_path: Path) -> StoredTableOn:
 
 @pytest.mark.parametrize(
     "given",
-    [{"mode": "file"}, {"mode": "file", "output": plan.OutputSpec("delta", "/x/copy")},
-     {"engine": "spark"}, {"output": plan.OutputSpec("parquet", "/x/out")}],
-    ids=["file", "file to delta", "spark engine", "spark for a path"],
+    [{"mode": "file", "engine": "spark"}, {"engine": "spark"},
+     {"output": plan.OutputSpec("parquet", "/x/out")}],
+    ids=["file with spark", "spark engine", "spark for a path"],
 )  # fmt: skip
-def test_a_read_on_object_storage_runs_the_consumer_engine_only(
-    tmp_path: Path, given: dict[str, Any]
-) -> None:
+def test_a_read_on_object_storage_runs_no_spark(tmp_path: Path, given: dict[str, Any]) -> None:
     args: dict[str, Any] = {
         "mode": "log", "engine": "auto", "output": plan.OutputSpec("jsonl"), "consistent": False,
         "consistency": None, "changelog": "all-kinds", "start": None, "follow": False,
@@ -446,10 +444,25 @@ def test_a_read_on_object_storage_runs_the_consumer_engine_only(
     stored = _stored_on(tmp_path)
     req = build_request(stored, **args)  # the consumer engine for stdout
     assert (req.mode, req.engine, req.location) == ("log", "consumer", stored.ref.storage)
-    with pytest.raises(InvalidInputError, match="reads the log with the consumer engine only"):
-        req.path  # noqa: B018  (what Spark and --mode file would read)
-    with pytest.raises(InvalidInputError, match="consumer engine only") as info:
+    with pytest.raises(InvalidInputError, match="the Spark engine does not run there yet"):
+        req.path  # noqa: B018  (what Spark would read)
+    with pytest.raises(InvalidInputError, match="the Spark engine does not run there") as info:
         build_request(stored, **{**args, **given})
-    assert "--mode log" in (info.value.hint or "")
+    assert "drop --engine spark" in (info.value.hint or "")
     local = build_request(_stored(_spec()), **{**args, **given})  # a local table: not refused
     assert local.path == Path("/w/db/orders")
+
+
+@pytest.mark.parametrize(
+    "output",
+    [plan.OutputSpec("jsonl"), plan.OutputSpec("delta", "/x/copy")],
+    ids=["to stdout", "to a delta path"],
+)
+def test_a_file_read_on_object_storage_runs_delta_rs(tmp_path: Path, output: Any) -> None:
+    stored = _stored_on(tmp_path)
+    req = build_request(
+        stored, mode="file", engine="auto", output=output, consistent=False, consistency=None,
+        changelog="all-kinds", start=None, follow=False, limit=None, checkpoint=None,
+        as_of="3", changes=False, bootstrap=None, client_properties={}, timeout_s=5.0,
+    )  # fmt: skip
+    assert (req.mode, req.engine, req.location) == ("file", "delta-rs", stored.ref.storage)
