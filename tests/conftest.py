@@ -24,6 +24,7 @@ pytest_plugins = [
     "tests.plugins.spark_cluster",  # spark_standalone (session): a master and 2 workers
     "tests.plugins.s3_server",  # s3_server (session, lazy): versitygw; s3_bucket: one per test
     "tests.plugins.pulsar_standalone",  # pulsar (session, lazy): a Pulsar standalone
+    "tests.plugins.hdfs_server",  # hdfs_server (session, lazy): a MiniDFSCluster; hdfs_dir
 ]
 
 TESTS = Path(__file__).parent

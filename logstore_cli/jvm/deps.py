@@ -31,6 +31,7 @@ class Classpath(StrEnum):
     # hadoop-aws and its AWS SDK bundle (about 560 MB), added to SPARK for a warehouse on S3 only
     S3 = "s3"
     PULSAR = "pulsar"  # the local Pulsar standalone (issue 23), ~240 MB: only when started
+    HDFS = "hdfs"  # the local one-DataNode HDFS for dev and tests (issue 19), ~90 MB
 
     @property
     def pom(self) -> str:
@@ -39,6 +40,7 @@ class Classpath(StrEnum):
             "kafka": "kafka-broker.xml",
             "s3": "s3-deps.xml",
             "pulsar": "pulsar-standalone.xml",
+            "hdfs": "hdfs-minicluster.xml",
         }[self.value]
 
 

@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "logformat": {"errors"},
     "ingest": {"errors", "model", "names", "logformat"},
     "jvm": {"errors", "paths"},
-    "storage": {"errors", "paths", "processes"},
+    "storage": {"errors", "paths", "processes", "jvm"},
     "kafka": {"errors", "model", "paths", "jvm", "processes"},
     "pulsar": {"errors", "paths", "processes", "jvm", "logformat"},
     "catalog": {"errors", "model", "names", "ddl", "kafka", "logformat", "ingest", "storage"},
