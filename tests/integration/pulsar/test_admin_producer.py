@@ -136,3 +136,63 @@ def test_deduplication_never_drops_a_retried_attempts_records(
     assert [r[1] for r in _read(pulsar.service_url, topic.partition(0))] == [
         b"1", b"2", b"3", b"1", b"2", b"3", b"4"
     ]  # fmt: skip
+
+
+def test_wire_format_1_through_pulsar_decodes_as_written(
+    pulsar: PulsarInfo, pulsar_topic: str
+) -> None:
+    """Changes (both value formats, a tombstone) and markers, encoded as for Kafka, produced to the
+    real Pulsar in their Pulsar form and read back, decode to what was encoded."""
+    from decimal import Decimal
+
+    from logstore_cli.logformat import (
+        ChangeRecord,
+        CommitMarker,
+        EpochId,
+        LogFormat,
+        RowKind,
+        RowSchema,
+        decode,
+        encode_change,
+        encode_marker,
+    )
+    from logstore_cli.logformat.pulsar_form import from_pulsar, to_pulsar
+
+    schema = RowSchema((("id", "bigint"), ("name", "string"), ("price", "decimal(10,2)")), ("id",))
+    epoch = EpochId("w-1", 0, "a-1")
+    records = [
+        ChangeRecord(
+            RowKind.INSERT,
+            {"id": i},
+            {"id": i, "name": f"Zoë {i}", "price": Decimal("1.50")},
+            epoch,
+        )
+        for i in range(6)
+    ]
+    records.append(ChangeRecord(RowKind.DELETE, {"id": 3}, {"id": 3}, epoch))
+    admin = PulsarAdmin(pulsar.web_url, timeout_s=30)
+    topic = TopicName.parse(pulsar_topic)
+    admin.create_topic(topic, 2, retention_minutes=-1, retention_mb=-1)
+    sent: list[object] = []
+    with PulsarLogProducer(pulsar.service_url, topic, 2, producer_name("w-1", "a-1")) as producer:
+        for fmt in (LogFormat.JSON, LogFormat.DEBEZIUM_JSON):
+            for record in records:
+                key, value, headers = encode_change(record, schema, fmt, upsert=True)
+                partition_key, payload, props = to_pulsar(key, value, headers)
+                assert partition_key is not None
+                producer.send(partition_key, payload, props)
+                sent.append(decode(key, value, headers, schema))
+        producer.flush()
+        marker = CommitMarker(epoch, 5)
+        for partition in range(2):
+            _, payload, props = to_pulsar(*encode_marker(marker, LogFormat.DEBEZIUM_JSON))
+            producer.send_marker(partition, payload, props)
+        producer.flush()
+    read = []
+    for partition in range(2):
+        for key, payload, props, _ in _read(pulsar.service_url, topic.partition(partition)):
+            read.append(decode(*from_pulsar(key or None, payload, props), schema))
+    assert sorted(map(repr, [r for r in read if not isinstance(r, CommitMarker)])) == sorted(
+        map(repr, sent)
+    )
+    assert [r for r in read if isinstance(r, CommitMarker)] == [marker, marker]
