@@ -30,6 +30,15 @@ class LogstoreError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def plain(self) -> str:
+        """The error as a script without Rich prints it: ``error:``, ``hint:``, then the detail."""
+        lines = [f"error: {self.message}"]
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        if self.detail:
+            lines.append(self.detail)
+        return "\n".join(lines)
+
 
 class InvalidInputError(LogstoreError):
     """The user's input (options, files, values) is wrong."""

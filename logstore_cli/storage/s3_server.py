@@ -254,11 +254,7 @@ def main(argv: list[str]) -> int:
             print("usage: s3-server.sh build|start|stop|status", file=sys.stderr)
             return 2
     except LogstoreError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        if exc.detail:
-            print(exc.detail, file=sys.stderr)
+        print(exc.plain(), file=sys.stderr)
         return exc.exit_code
     return 0
 
