@@ -1,6 +1,6 @@
 """``logstore pulsar start|status|stop``: a real Pulsar standalone from Maven Central jars, ready
 when its namespace exists; a message written before a restart is read after it, at the same
-address; ``--fresh`` starts empty; ``stop`` leaves no JVM."""
+address; ``stop`` leaves no JVM (``--fresh``: tests/unit/pulsar/test_local_standalone.py)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def _create_topic(web_url: str, topic: str) -> None:
         assert answer.status == 204
 
 
-def test_start_status_restart_fresh_and_stop(tmp_path: Path) -> None:
+def test_start_status_restart_and_stop(tmp_path: Path) -> None:
     state = tmp_path / "state"
     _, started = _cli(state, "start")
     assert started["service_url"].startswith("pulsar://127.0.0.1:")
@@ -107,14 +107,6 @@ def test_start_status_restart_fresh_and_stop(tmp_path: Path) -> None:
             (b"b", {"logstore.kind": "+I"}),
         ]
         _cli(state, "stop")
-
-        _, fresh = _cli(state, "start", "--fresh")
-        assert not fresh["reused_data"]
-        url = f"{fresh['web_url']}/admin/v2/persistent/public/default"
-        import urllib.request
-
-        with urllib.request.urlopen(url) as answer:
-            assert json.loads(answer.read()) == []
     finally:
         stopped_now = local_standalone.stop(state)
         last = local_standalone.read_state(state)
