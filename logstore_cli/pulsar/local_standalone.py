@@ -247,14 +247,21 @@ def _wait_until_up(proc: subprocess.Popen[bytes], info: PulsarInfo, timeout_s: f
 
 
 def _choose_ports(recorded: Ports | None) -> Ports:
-    """The recorded ports when they are all free (clients know them), else new free ones: a
-    standalone's clients are tests and development shells that read the address from the state."""
-    if recorded is not None and all(
-        processes.port_is_free(p) for p in (recorded.broker, recorded.web, recorded.bookie)
-    ):
+    """The recorded ports (clients know the address), free ones the first time. A client-facing
+    port that is taken is an error; the bookie's is internal and moves silently."""
+    if recorded is None:
+        broker, web, bookie = processes.free_ports(3)
+        return Ports(broker, web, bookie)
+    for port, what in ((recorded.broker, "broker"), (recorded.web, "admin (HTTP)")):
+        if not processes.port_is_free(port):
+            raise BrokerError(
+                f"the local Pulsar's {what} port {port} is taken by another process",
+                hint="stop what holds it, or start with --fresh (new ports, and the topics and "
+                "messages deleted)",
+            )
+    if processes.port_is_free(recorded.bookie):
         return recorded
-    broker, web, bookie = processes.free_ports(3)
-    return Ports(broker, web, bookie)
+    return Ports(recorded.broker, recorded.web, processes.free_ports(1)[0])
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

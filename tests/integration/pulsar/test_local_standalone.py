@@ -42,16 +42,19 @@ def _produce(service_url: str, topic: str, values: list[bytes]) -> None:
         client.close()
 
 
-def _read_all(service_url: str, topic: str) -> list[tuple[bytes, dict[str, str]]]:
+def _read_all(service_url: str, topic: str, count: int) -> list[tuple[bytes, dict[str, str]]]:
+    """The topic's first ``count`` messages (a reader polls for each with a deadline: a broker
+    that has just started may still be loading the topic)."""
     import pulsar
 
     client = pulsar.Client(service_url, operation_timeout_seconds=30)
     try:
         reader = client.create_reader(topic, pulsar.MessageId.earliest)
         found = []
-        while reader.has_message_available():
-            message = reader.read_next(timeout_millis=10_000)
+        while len(found) < count:
+            message = reader.read_next(timeout_millis=60_000)
             found.append((message.data(), dict(message.properties())))
+        assert not reader.has_message_available()  # and nothing after them
         return found
     finally:
         client.close()
@@ -84,7 +87,7 @@ def test_start_status_restart_and_stop(tmp_path: Path) -> None:
         _create_topic(info.web_url, "t1")
         topic = "persistent://public/default/t1"
         _produce(info.service_url, topic, [b"a", b"b"])
-        assert _read_all(info.service_url, topic) == [
+        assert _read_all(info.service_url, topic, 2) == [
             (b"a", {"logstore.kind": "+I"}),
             (b"b", {"logstore.kind": "+I"}),
         ]
@@ -102,7 +105,7 @@ def test_start_status_restart_and_stop(tmp_path: Path) -> None:
         # A restart serves the same messages at the same address.
         _, again = _cli(state, "start")
         assert again["reused_data"] and again["service_url"] == info.service_url
-        assert _read_all(info.service_url, topic) == [
+        assert _read_all(info.service_url, topic, 2) == [
             (b"a", {"logstore.kind": "+I"}),
             (b"b", {"logstore.kind": "+I"}),
         ]

@@ -46,3 +46,21 @@ def test_a_state_file_that_is_not_ours_is_named(tmp_path: Path) -> None:
     with pytest.raises(BrokerError, match="unreadable"):
         ls.read_state(tmp_path)
     assert ls.read_ports(tmp_path) is None
+
+
+def test_a_taken_client_port_is_an_error_the_bookies_moves() -> None:
+    import socket
+
+    from logstore_cli import processes
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        free = processes.free_ports(2)
+        with pytest.raises(BrokerError, match=f"broker port {taken} is taken"):
+            ls._choose_ports(ls.Ports(taken, free[0], free[1]))
+        with pytest.raises(BrokerError, match=f"admin \\(HTTP\\) port {taken} is taken"):
+            ls._choose_ports(ls.Ports(free[0], taken, free[1]))
+        moved = ls._choose_ports(ls.Ports(free[0], free[1], taken))
+        assert (moved.broker, moved.web) == (free[0], free[1]) and moved.bookie != taken
