@@ -18,7 +18,13 @@ from typing import Any, Final
 
 from logstore_cli.errors import LogstoreError
 from logstore_cli.logformat.errors import WireFormatError
-from logstore_cli.logformat.wire import CommitMarker, EpochId, parse_commit_metadata
+from logstore_cli.logformat.wire import (
+    CommitMarker,
+    EpochId,
+    TxnState,
+    decode_txn_version,
+    parse_commit_metadata,
+)
 
 _COMMIT_FILE = re.compile(r"(\d{20})\.json")
 _COMMIT_INFO = b'{"commitInfo"'
@@ -121,7 +127,20 @@ def find_epoch_commit(table: Path, writer: str, epoch: int) -> EpochCommit | Non
 
 def committed_version(table: Path, writer: str) -> int | None:
     """The highest epoch Delta records as committed for ``writer`` (its idempotent-write
-    transaction version ``txnVersion`` for ``txnAppId = writer``); None when it has none."""
+    transaction version ``txnVersion`` for ``txnAppId = writer``, a fence decoded); None when it
+    has none."""
+    return writer_txn(table, writer).last_epoch
+
+
+def writer_txn(table: Path, writer: str) -> TxnState:
+    """What Delta's transaction version for ``writer`` says: its newest committed epoch, and
+    whether a takeover fenced it (a version at or above ``FENCED_BASE``: see
+    ``logformat.wire.decode_txn_version``)."""
+    return decode_txn_version(raw_txn_version(table, writer))
+
+
+def raw_txn_version(table: Path, writer: str) -> int | None:
+    """Delta's transaction version for ``txnAppId = writer`` as stored; None when it has none."""
     from deltalake import DeltaTable
 
     try:
