@@ -750,8 +750,8 @@ def parse_commit_metadata(text: str | None) -> tuple[EpochId, dict[int, int]] | 
 
     if not isinstance(body, dict):
         raise bad("is not an object")
-    if FENCE_KEY in body and "writer" not in body:
-        return None  # a takeover's fence commit: no epoch (``parse_fence_metadata``)
+    if "writer" not in body and (FENCE_KEY in body or UNFENCE_KEY in body):
+        return None  # a takeover's fence, or a writer's un-fence: no epoch
     for name, kind in (("writer", str), ("epoch", int), ("attempt", str), ("offsets", dict)):
         if name not in body:
             raise bad(f"has no {name!r}")
@@ -778,6 +778,7 @@ def parse_commit_metadata(text: str | None) -> tuple[EpochId, dict[int, int]] | 
 # below it; Delta keeps the version as a signed 64-bit integer, so it fits.
 FENCED_BASE = 2**62
 FENCE_KEY = "fence"
+UNFENCE_KEY = "unfence"  # a fenced writer's own commit that takes its fence down on restart
 
 
 @dataclass(frozen=True)
@@ -846,6 +847,17 @@ def fence_metadata(fence: Fence) -> str:
     except _Problem as problem:
         raise problem.error("the fence") from None
     return f'{{"logstore":{{"{FENCE_KEY}":{{{parts}}}}}}}'
+
+
+def unfence_metadata(writer: str, last_epoch: int | None) -> str:
+    """The ``userMetadata`` of the commit with which a fenced writer, holding the lease again,
+    sets its transaction version back to its newest committed epoch."""
+    try:
+        name = json_string(writer)
+    except _Problem as problem:
+        raise problem.error("the writer id") from None
+    after = "null" if last_epoch is None else str(int(last_epoch))
+    return f'{{"logstore":{{"{UNFENCE_KEY}":{{"writer":{name},"after":{after}}}}}}}'
 
 
 def parse_fence_metadata(text: str | None) -> Fence | None:
