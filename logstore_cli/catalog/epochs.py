@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from logstore_cli.errors import LogstoreError
+from logstore_cli.logformat.consistency import PendingEpoch
 from logstore_cli.logformat.errors import WireFormatError
 from logstore_cli.logformat.wire import (
     CommitMarker,
@@ -137,6 +138,24 @@ def writer_txn(table: Path, writer: str) -> TxnState:
     whether a takeover fenced it (a version at or above ``FENCED_BASE``: see
     ``logformat.wire.decode_txn_version``)."""
     return decode_txn_version(raw_txn_version(table, writer))
+
+
+def fenced_pending(table: Path, pending: Iterable[PendingEpoch]) -> list[PendingEpoch]:
+    """The ``pending`` epochs (records no marker released) of writers a takeover fenced, after
+    the epoch Delta last committed for them: they are never released unless that writer runs again
+    from its checkpoint (its new attempt then supersedes them). A table Delta cannot read: none."""
+    states: dict[str, TxnState] = {}
+    found = []
+    for epoch in pending:
+        if epoch.writer not in states:
+            try:
+                states[epoch.writer] = writer_txn(table, epoch.writer)
+            except LogstoreError:
+                return []
+        state = states[epoch.writer]
+        if state.fenced and (state.last_epoch is None or epoch.epoch > state.last_epoch):
+            found.append(epoch)
+    return found
 
 
 def raw_txn_version(table: Path, writer: str) -> int | None:
