@@ -14,10 +14,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from logstore_cli.errors import LogstoreError
-from logstore_cli.logformat.consistency import PendingEpoch
 from logstore_cli.logformat.errors import WireFormatError
 from logstore_cli.logformat.wire import (
     CommitMarker,
@@ -26,6 +25,9 @@ from logstore_cli.logformat.wire import (
     decode_txn_version,
     parse_commit_metadata,
 )
+
+if TYPE_CHECKING:
+    from logstore_cli.logformat.consistency import PendingEpoch
 
 _COMMIT_FILE = re.compile(r"(\d{20})\.json")
 _COMMIT_INFO = b'{"commitInfo"'
