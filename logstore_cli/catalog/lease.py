@@ -460,7 +460,7 @@ def _remove_stale_temporaries(dir_fd: int) -> None:
 
 
 def read_lease(table_dir: Path) -> LeaseInfo | None:
-    """The table's lease as stored (live or expired); None when there is none."""
+    """The table's lease as stored (live or expired); None when there is none or it was released."""
     with _state_dir(table_dir, create=False) as fd:
         return None if fd is None else _read(fd, table_dir / STATE_DIR)
 
