@@ -860,6 +860,27 @@ def unfence_metadata(writer: str, last_epoch: int | None) -> str:
     return f'{{"logstore":{{"{UNFENCE_KEY}":{{"writer":{name},"after":{after}}}}}}}'
 
 
+def parse_unfence_metadata(text: str | None) -> tuple[str, int | None] | None:
+    """The writer and its newest epoch (None: none) of an un-fence commit's ``userMetadata``;
+    None when it is not one's."""
+    if not text:
+        return None
+    try:
+        parsed = parse_json(text)
+    except WireFormatError:
+        return None
+    body = parsed.get("logstore") if isinstance(parsed, dict) else None
+    found = body.get(UNFENCE_KEY) if isinstance(body, dict) else None
+    if not isinstance(found, dict):
+        return None
+    writer, after = found.get("writer"), found.get("after")
+    if not isinstance(writer, str) or not writer:
+        return None
+    if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+        return None
+    return writer, after
+
+
 def parse_fence_metadata(text: str | None) -> Fence | None:
     """The fence of a commit's ``userMetadata``; None when it is not a fence commit's."""
     if not text:

@@ -16,6 +16,7 @@ from logstore_cli.logformat.wire import (
     fenced_txn_version,
     parse_commit_metadata,
     parse_fence_metadata,
+    parse_unfence_metadata,
     unfence_metadata,
 )
 
@@ -47,6 +48,10 @@ def test_fence_metadata_round_trips_and_is_no_epoch() -> None:
     assert unfence == '{"logstore":{"unfence":{"writer":"w-a","after":3}}}'
     assert parse_commit_metadata(unfence) is None and parse_fence_metadata(unfence) is None
     assert '"after":null' in unfence_metadata("w-a", None)
+    assert parse_unfence_metadata(unfence) == ("w-a", 3)
+    assert parse_unfence_metadata(unfence_metadata("w-a", None)) == ("w-a", None)
+    assert parse_unfence_metadata(text) is None
+    assert parse_unfence_metadata('{"logstore":{"unfence":{"writer":"w","after":-1}}}') is None
 
 
 @pytest.mark.parametrize(
