@@ -1207,10 +1207,12 @@ def take_over(spark: SparkSession, job: IngestJob, writer: str, lease: Lease) ->
             version = table.fence(Fence(info.fence, writer, other, job.paths.job))
             if version is not None:
                 fenced.append(version)
+                prev = lease.took_over
+                whose = f" of job {prev.job}" if prev is not None and prev.writer == other else ""
                 log.warning(
-                    "fenced writer %s of table %s in Delta (version %d): it held the lease this "
-                    "job took over",
-                    other, job.table.name, version,
+                    "fenced writer %s%s in table %s (Delta version %d): it held the lease this "
+                    "job took over, and can no longer commit an epoch",
+                    other, whose, job.table.name, version,
                 )  # fmt: skip
         owed = []
     lease.set_writer(writer, tuple(owed))  # a job writing no Delta leaves the fences owed

@@ -222,7 +222,7 @@ def test_a_writer_paused_past_its_ttl_before_its_commit_is_fenced_by_the_job_tha
     write_files(tmp_path / "in-b", b_batches)
     one_file = {"--source-option": "maxFilesPerTrigger=1"}
     pause = tmp_path / "paused"
-    ttl = "8"
+    ttl = "20"  # long enough that a loaded machine still renews it in time
     proc = _ingest(warehouse, tmp_path / "in-a", tmp_path, "job-a",
                    {PAUSE_AT_ENV: "before-commit:1", PAUSE_FILE_ENV: str(pause)},
                    extra=[*one_file.items(), ("--lease-ttl", ttl)])  # fmt: skip
@@ -242,6 +242,7 @@ def test_a_writer_paused_past_its_ttl_before_its_commit_is_fenced_by_the_job_tha
             _ingest(warehouse, tmp_path / "in-b", tmp_path, "job-b", extra=[("--lease-ttl", ttl)])
         )
         assert code_b == 0, err_b[-3000:]
+        assert f"fenced writer {writer_a} of job job-a" in err_b, err_b[-3000:]
         os.killpg(proc.pid, signal.SIGCONT)
         code_a, _, err_a = jobrun.finish(proc)
     except BaseException:
