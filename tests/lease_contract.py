@@ -171,3 +171,33 @@ def check_something_else_is_not_taken_for_a_lease(table: Storage) -> None:
     table.write(KEY, b"not json")
     with pytest.raises(WarehouseError, match="not a logstore lease"):
         take(table, FakeClock())
+
+
+def check_the_fencing_token_grows_and_the_writers_to_fence_pass_on(table: Storage) -> None:
+    """Every acquisition's token is the stored record's + 1 (a released one's too); a taker of a
+    lease that was not released owes a fence to its writer, and passes the debt on if it dies
+    before paying it (recording its own writer with nothing owed)."""
+    clock = FakeClock()
+    first = take(table, clock, job="first")
+    assert (first.info.fence, first.info.writer, first.info.unfenced) == (1, None, ())
+    first.set_writer("w-1")
+    stored = read_stored_lease(table)
+    assert stored is not None and (stored.fence, stored.writer) == (1, "w-1")
+    first.release()
+    second = take(table, clock, job="second")  # a released lease: its writer stopped by itself
+    assert (second.info.fence, second.info.unfenced) == (2, ())
+    second.set_writer("w-2")
+    clock.advance(TTL + 1)
+    third = take(table, clock, job="third", host="h2")  # expired, not released: w-2 is owed
+    assert third.took_over is not None and third.took_over.writer == "w-2"
+    assert (third.info.fence, third.info.unfenced) == (3, ("w-2",))
+    clock.advance(TTL + 1)  # third died before it fenced anyone or named its writer
+    fourth = take(table, clock, job="fourth", host="h3")
+    assert (fourth.info.fence, fourth.info.unfenced) == (4, ("w-2",))
+    fourth.set_writer("w-4")  # the job fenced w-2
+    stored = read_stored_lease(table)
+    assert stored is not None and (stored.writer, stored.unfenced, stored.fence) == ("w-4", (), 4)
+    with pytest.raises(LeaseLostError):
+        third.set_writer("w-3")  # a stale holder cannot write its writer over the new lease
+    fourth.release()
+    assert take(table, clock, job="fifth").info.fence == 5

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from logstore_cli.catalog.delta_log import (
     COMMIT_FILE,
@@ -25,7 +25,16 @@ from logstore_cli.catalog.delta_log import (
 )
 from logstore_cli.errors import LogstoreError
 from logstore_cli.logformat.errors import WireFormatError
-from logstore_cli.logformat.wire import CommitMarker, EpochId, parse_commit_metadata
+from logstore_cli.logformat.wire import (
+    CommitMarker,
+    EpochId,
+    TxnState,
+    decode_txn_version,
+    parse_commit_metadata,
+)
+
+if TYPE_CHECKING:
+    from logstore_cli.logformat.consistency import PendingEpoch
 
 _COMMIT_INFO = b'{"commitInfo"'
 
@@ -126,7 +135,38 @@ def find_epoch_commit(table: TableLocation, writer: str, epoch: int) -> EpochCom
 
 def committed_version(table: TableLocation, writer: str) -> int | None:
     """The highest epoch Delta records as committed for ``writer`` (its idempotent-write
-    transaction version ``txnVersion`` for ``txnAppId = writer``); None when it has none."""
+    transaction version ``txnVersion`` for ``txnAppId = writer``, a fence decoded); None when it
+    has none."""
+    return writer_txn(table, writer).last_epoch
+
+
+def writer_txn(table: TableLocation, writer: str) -> TxnState:
+    """What Delta's transaction version for ``writer`` says: its newest committed epoch, and
+    whether a takeover fenced it (a version at or above ``FENCED_BASE``: see
+    ``logformat.wire.decode_txn_version``)."""
+    return decode_txn_version(raw_txn_version(table, writer))
+
+
+def fenced_pending(table: TableLocation, pending: Iterable[PendingEpoch]) -> list[PendingEpoch]:
+    """The ``pending`` epochs (records no marker released) of writers a takeover fenced, after
+    the epoch Delta last committed for them: they are never released unless that writer runs again
+    from its checkpoint (its new attempt then supersedes them). A table Delta cannot read: none."""
+    states: dict[str, TxnState] = {}
+    found = []
+    for epoch in pending:
+        if epoch.writer not in states:
+            try:
+                states[epoch.writer] = writer_txn(table, epoch.writer)
+            except LogstoreError:
+                return []
+        state = states[epoch.writer]
+        if state.fenced and (state.last_epoch is None or epoch.epoch > state.last_epoch):
+            found.append(epoch)
+    return found
+
+
+def raw_txn_version(table: TableLocation, writer: str) -> int | None:
+    """Delta's transaction version for ``txnAppId = writer`` as stored; None when it has none."""
     from deltalake import DeltaTable
 
     try:

@@ -35,9 +35,14 @@ from logstore_cli.ingest.outside import (
     parse_actions,
 )
 from logstore_cli.logformat.errors import WireFormatError
-from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
+from logstore_cli.logformat.wire import (
+    EpochId,
+    parse_commit_metadata,
+    parse_fence_metadata,
+    parse_unfence_metadata,
+)
 
-Kind = Literal["epoch", "carry", "outside", "maintenance", "table"]
+Kind = Literal["epoch", "carry", "outside", "maintenance", "table", "fence"]
 MAINTENANCE: Final = frozenset(
     {"OPTIMIZE", "VACUUM START", "VACUUM END", "REORG", "PURGE", "CLONE", "ANALYZE STATS"}
 )
@@ -55,6 +60,7 @@ class Commit:
     rows: int | None = None  # rows written, from the commit's operationMetrics
     carried: bool | None = None  # outside: whether an ingest carried it into the log yet
     problem: str | None = None  # epoch metadata that is logstore's but broken
+    fence: Mapping[str, Any] | None = None  # a takeover's fence, or a writer taking its own down
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -73,6 +79,8 @@ class Commit:
             out["carried"] = self.carried
         if self.problem is not None:
             out["problem"] = self.problem
+        if self.fence is not None:
+            out["fence"] = dict(self.fence)
         return out
 
 
@@ -112,6 +120,13 @@ def describe_commit(version: int, actions: Iterable[Mapping[str, Any]], carried:
         parsed = parse_commit_metadata(meta if isinstance(meta, str) else None)
     except WireFormatError as exc:
         return commit("table", problem=exc.message)
+    fence = parse_fence_metadata(meta if isinstance(meta, str) else None)
+    if fence is not None:
+        return commit("fence", fence={"token": fence.token, "by": fence.by,
+                                      "fenced": fence.fenced, "job": fence.job})  # fmt: skip
+    unfence = parse_unfence_metadata(meta if isinstance(meta, str) else None)
+    if unfence is not None:
+        return commit("fence", fence={"unfenced": unfence[0], "after": unfence[1]})
     if parsed is not None:
         epoch, offsets = parsed
         return commit("carry" if epoch.writer == OUTSIDE_WRITER else "epoch", epoch=epoch,

@@ -9,11 +9,20 @@ not wait for the expiry.
 
 Files, in the table's ``_logstore`` directory (``ingest.plan.STATE_DIR``, out of Delta's way):
 
-- ``lease.json``: the holder (job, host, pid, the process's identity, a random token) and the
-  lease's times, replaced atomically (a temporary file, fsync, ``os.replace``, fsync of the
-  directory), so a reader never sees half a lease;
+- ``lease.json``: the holder (job, host, pid, the process's identity, a random token, the job's
+  writer id once it is known) and the lease's times, its fencing token and the writers it still has
+  to fence, replaced atomically (a temporary file, fsync, ``os.replace``, fsync of the directory),
+  so a reader never sees half a lease; a release marks it ``"released"`` instead of removing it, so
+  that the next holder's fencing token counts on from it;
 - ``lease.lock``: an empty file whose ``flock`` makes each read-check-write of ``lease.json`` (take,
   renew, release) one step, across threads and processes.
+
+**Fencing.** Every acquisition writes ``fence`` = the stored record's ``fence`` + 1 (read under the
+lock, or by the conditional write: exact; a record without the field counts as 0), so the token only
+grows. A taker whose previous record was not released (it expired, or its holder died) inherits that
+record's writer in ``unfenced``: before its first epoch commit the job fences each of them in Delta
+(docs/consistency.md §6, "The fence"), then rewrites its record with ``unfenced`` empty
+(``HeldLease.set_writer``). A holder that dies before that passes them on to the next taker.
 
 Neither file, nor ``_logstore`` itself, is followed when it is a symlink: the table directory was
 checked to lie inside the warehouse, and a link in it must not move the lease elsewhere.
@@ -60,6 +69,7 @@ from logstore_cli.ingest.plan import STATE_DIR
 LEASE_FILE = "lease.json"
 LOCK_FILE = "lease.lock"
 LEASE_FORMAT = 1
+RELEASED = "released"  # the key that marks a lease given back (LeaseInfo ignores it)
 _TMP_PREFIX = f".{LEASE_FILE}."
 _TMP_SUFFIX = ".tmp"
 _MAX_LEASE_BYTES = 64 * 1024  # a lease is a few hundred bytes; anything larger is not one
@@ -94,6 +104,9 @@ class LeaseInfo:
     acquired_at: float  # seconds since the epoch
     expires_at: float
     process: str | None = None  # "<boot id>/<pid namespace>:<start ticks>"; None without /proc
+    fence: int = 0  # the fencing token: the previous record's + 1 (a record without it: 0)
+    writer: str | None = None  # the holder's writer id, once its job has read it
+    unfenced: tuple[str, ...] = ()  # writers of taken-over leases this holder has yet to fence
 
     def expired(self, now: float) -> bool:
         return self.expires_at <= now
@@ -112,6 +125,9 @@ class LeaseInfo:
             "token": self.token,
             "acquired_at": self.acquired_at,
             "expires_at": self.expires_at,
+            "fence": self.fence,
+            "writer": self.writer,
+            "unfenced": list(self.unfenced),
         }
 
     @classmethod
@@ -140,6 +156,16 @@ class LeaseInfo:
         process = data.get("process")
         if process is not None and not isinstance(process, str):
             raise ValueError("'process' is not a string")
+        # Records of older versions have no fencing fields: token 0, no writer.
+        fence = data.get("fence", 0)
+        if isinstance(fence, bool) or not isinstance(fence, int) or not 0 <= fence < 2**63:
+            raise ValueError("'fence' is not an integer from 0 to 2^63 - 1")
+        writer = data.get("writer")
+        if writer is not None and (not isinstance(writer, str) or not writer):
+            raise ValueError("'writer' is not a non-empty string")
+        unfenced = data.get("unfenced", [])
+        if not isinstance(unfenced, list) or not all(isinstance(w, str) and w for w in unfenced):
+            raise ValueError("'unfenced' is not a list of writer ids")
         return cls(
             job=data["job"],
             host=data["host"],
@@ -148,7 +174,22 @@ class LeaseInfo:
             acquired_at=times["acquired_at"],
             expires_at=times["expires_at"],
             process=process,
+            fence=fence,
+            writer=writer,
+            unfenced=tuple(unfenced),
         )
+
+
+def successor_fencing(previous: LeaseInfo | None, released: bool) -> tuple[int, tuple[str, ...]]:
+    """The fencing token and the writers to fence of a lease taken where ``previous`` was stored
+    (None: nothing ever was). A released record's writer stopped by itself: it needs no fence;
+    what its holder had not fenced yet is passed on either way."""
+    if previous is None:
+        return 1, ()
+    owed = list(previous.unfenced)
+    if not released and previous.writer is not None:
+        owed.append(previous.writer)
+    return previous.fence + 1, tuple(dict.fromkeys(owed))
 
 
 class LeaseHeldError(LogstoreError):
@@ -339,6 +380,13 @@ def _locked(dir_fd: int, state: Path) -> Iterator[None]:
 
 
 def _read(dir_fd: int, state: Path) -> LeaseInfo | None:
+    """The stored lease; None when there is none or it was released."""
+    found = _read_record(dir_fd, state)
+    return None if found is None or found[1] else found[0]
+
+
+def _read_record(dir_fd: int, state: Path) -> tuple[LeaseInfo, bool] | None:
+    """The stored lease record and whether it was released; None when there is none."""
     path = state / LEASE_FILE
     try:
         fd = os.open(
@@ -357,7 +405,12 @@ def _read(dir_fd: int, state: Path) -> LeaseInfo | None:
     try:
         if len(data) > _MAX_LEASE_BYTES:
             raise ValueError(f"larger than {_MAX_LEASE_BYTES} bytes")
-        return LeaseInfo.from_json(json.loads(data.decode("utf-8")))
+        parsed = json.loads(data.decode("utf-8"))
+        info = LeaseInfo.from_json(parsed)
+        released = parsed.get(RELEASED, False)
+        if not isinstance(released, bool):
+            raise ValueError(f"{RELEASED!r} is not true or false")
+        return info, released
     except (ValueError, UnicodeDecodeError) as exc:
         raise WarehouseError(
             f"{path} is not a logstore lease: {exc}",
@@ -366,9 +419,17 @@ def _read(dir_fd: int, state: Path) -> LeaseInfo | None:
         ) from None
 
 
-def _write(dir_fd: int, state: Path, info: LeaseInfo) -> None:
+def encode_lease(info: LeaseInfo, *, released: bool = False) -> bytes:
+    """A lease record's bytes (``released``: given back, kept for its fencing token)."""
+    data: dict[str, Any] = info.to_json()
+    if released:
+        data[RELEASED] = True
+    return json.dumps(data, separators=(",", ":")).encode() + b"\n"
+
+
+def _write(dir_fd: int, state: Path, info: LeaseInfo, *, released: bool = False) -> None:
     tmp = f"{_TMP_PREFIX}{info.token}.{uuid.uuid4().hex[:8]}{_TMP_SUFFIX}"
-    data = json.dumps(info.to_json(), separators=(",", ":")).encode() + b"\n"
+    data = encode_lease(info, released=released)
     try:
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
@@ -389,16 +450,6 @@ def _write(dir_fd: int, state: Path, info: LeaseInfo) -> None:
         raise _io_error("write", state / LEASE_FILE, exc) from None
 
 
-def _remove(dir_fd: int, state: Path) -> None:
-    try:
-        os.unlink(LEASE_FILE, dir_fd=dir_fd)
-        os.fsync(dir_fd)
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        raise _io_error("remove", state / LEASE_FILE, exc) from None
-
-
 def _remove_stale_temporaries(dir_fd: int) -> None:
     """Temporary files of a writer killed mid-write (all writes happen under the lock we hold)."""
     with contextlib.suppress(OSError), os.scandir(dir_fd) as entries:
@@ -409,7 +460,7 @@ def _remove_stale_temporaries(dir_fd: int) -> None:
 
 
 def read_lease(table_dir: Path) -> LeaseInfo | None:
-    """The table's lease as stored (live or expired); None when there is none."""
+    """The table's lease as stored (live or expired); None when there is none or it was released."""
     with _state_dir(table_dir, create=False) as fd:
         return None if fd is None else _read(fd, table_dir / STATE_DIR)
 
@@ -466,6 +517,14 @@ class HeldLease:
 
     def release(self) -> None:
         raise NotImplementedError
+
+    def set_writer(self, writer: str, unfenced: tuple[str, ...] = ()) -> None:
+        """Record the job's writer id, and the writers it still has to fence (none once it fenced
+        them), in the stored lease: a renewal that carries them. LeaseLostError when the lease is
+        no longer ours."""
+        with self._mutex:
+            self._info = replace(self._info, writer=writer, unfenced=tuple(unfenced))
+        self.renew()
 
     def _raise_if_done(self) -> None:
         """LeaseLostError when a renewal found the lease lost, or it was released."""
@@ -577,14 +636,19 @@ class Lease(HeldLease):
             assert fd is not None  # created
             with _locked(fd, state):
                 now = clock()
-                current = _read(fd, state)
+                record = _read_record(fd, state)
+                released = record is not None and record[1]
+                stored = None if record is None else record[0]
+                current = None if released else stored
                 live = current is not None and not current.expired(now)
                 if current is not None and live and not _takeable(current, host, holder_dead):
                     raise LeaseHeldError(name, current, now)
                 _remove_stale_temporaries(fd)
+                fence, unfenced = successor_fencing(stored, released)
                 info = LeaseInfo(
                     job=job, host=host, pid=pid, token=uuid.uuid4().hex, acquired_at=now,
-                    expires_at=now + ttl_s, process=process_identity(pid),
+                    expires_at=now + ttl_s, process=process_identity(pid), fence=fence,
+                    unfenced=unfenced,
                 )  # fmt: skip
                 _write(fd, state, info)
         if current is not None:
@@ -638,7 +702,10 @@ class Lease(HeldLease):
                             _log.warning("lease of table %s left alone: %s", self.table, exc)
                             current = None
                         if current is not None and current.token == self._info.token:
-                            _remove(fd, state)
+                            # Kept, marked released: the next holder's token counts on from it.
+                            now = self._clock()
+                            expires = max(current.acquired_at, min(now, current.expires_at))
+                            _write(fd, state, replace(current, expires_at=expires), released=True)
             self._released = True  # only now: a release that failed may be called again
 
     def __enter__(self) -> Lease:

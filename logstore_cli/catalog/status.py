@@ -81,6 +81,8 @@ class LeaseStatus:
             "expires_in_s": self.expires_in_s,  # negative once expired
             "expired": self.expired,
             "holder_running": self.holder_running,
+            "writer": i.writer,  # None until the job read it from its checkpoint
+            "fence": i.fence,  # the fencing token: one more at every acquisition
         }
 
 

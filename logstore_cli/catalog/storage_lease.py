@@ -15,9 +15,10 @@ every read-check-write is a single conditional write instead of a locked step:
   never a delete: some S3-compatible servers ignore a conditional DELETE's condition, and an
   unconditional delete could remove a successor's lease.
 
-What this does not do yet (stage 2): a check and the Delta commit after it are two steps, so a
-writer paused between them can still commit after a takeover; making the commit itself depend on a
-growing fencing token is the next stage. ``Lease`` (``flock``) stays the lease of local tables.
+Every acquisition writes the fencing token ``fence`` = the record it replaced + 1 (the conditional
+write makes that exact) and passes on the writers to fence (``lease.successor_fencing``); a check
+and the Delta commit after it are still two steps, which the fence commit in Delta closes
+(docs/consistency.md §6). ``Lease`` (``flock``) stays the lease of local tables.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from logstore_cli.catalog.lease import (
     LEASE_FILE,
+    RELEASED,
     Clock,
     HeldLease,
     Lease,
@@ -43,16 +44,17 @@ from logstore_cli.catalog.lease import (
     _held_elsewhere,
     _takeable,
     check_lease_args,
+    encode_lease,
     local_holder_dead,
     process_identity,
     read_lease,
+    successor_fencing,
 )
 from logstore_cli.errors import LogstoreError, WarehouseError
 from logstore_cli.ingest.plan import STATE_DIR
 from logstore_cli.storage import Storage
 
 KEY = f"{STATE_DIR}/{LEASE_FILE}"
-RELEASED = "released"  # the key that marks a lease given back (LeaseInfo ignores it)
 _MAX_LEASE_BYTES = 64 * 1024
 # Each failed attempt means another racer wrote a lease in between; it is then read and judged.
 _ACQUIRE_ATTEMPTS = 5
@@ -60,11 +62,7 @@ _ACQUIRE_ATTEMPTS = 5
 _log = logging.getLogger(__name__)
 
 
-def _encode(info: LeaseInfo, *, released: bool = False) -> bytes:
-    data: dict[str, Any] = info.to_json()
-    if released:
-        data[RELEASED] = True
-    return json.dumps(data, separators=(",", ":")).encode() + b"\n"
+_encode = encode_lease
 
 
 def _decode(data: bytes, where: str) -> tuple[LeaseInfo, bool]:
@@ -151,7 +149,7 @@ class StorageLease(HeldLease):
             now = clock()
             info = LeaseInfo(
                 job=job, host=host, pid=pid, token=uuid.uuid4().hex, acquired_at=now,
-                expires_at=now + ttl_s, process=process_identity(pid),
+                expires_at=now + ttl_s, process=process_identity(pid), fence=1,
             )  # fmt: skip
             blob = table_storage.read(KEY)
             if blob is None:
@@ -164,6 +162,8 @@ class StorageLease(HeldLease):
             live = not released and not current.expired(now)
             if live and not _takeable(current, host, holder_dead):
                 raise LeaseHeldError(name, current, now)
+            fence, unfenced = successor_fencing(current, released)
+            info = replace(info, fence=fence, unfenced=unfenced)
             version = table_storage.replace_if_version(KEY, _encode(info), blob.version)
             version = version or _ours_after_all(table_storage, info)
             if version is None:

@@ -53,6 +53,15 @@ def _what(c: dict[str, Any]) -> str:
         return f"{c['writer']} epoch {c['epoch']} attempt {c['attempt']}; log ends {offsets}"
     if c["kind"] == "outside":
         return "carried into the log" if c["carried"] else "not in the log yet (next ingest)"
+    fence = c.get("fence")
+    if c["kind"] == "fence" and fence is not None:
+        if "unfenced" in fence:
+            after = "none" if fence["after"] is None else fence["after"]
+            return f"{fence['unfenced']} took its fence down (last epoch {after})"
+        return (
+            f"{fence['fenced']} fenced by {fence['by']} (job {fence['job'] or '?'}, "
+            f"token {fence['token']})"
+        )
     return c.get("problem") or ""
 
 

@@ -389,6 +389,13 @@ def _finish(out: Output, req: ReadRequest, summary: ReadSummary, json_: bool) ->
             pairs.append(("skipped", f"{summary.skipped:,} records not in logstore's format"))
         if summary.pending_epochs:
             pairs.append(("open epochs", f"{summary.pending_epochs} (not committed yet)"))
+        if summary.fenced_epochs:
+            pairs.append(
+                (
+                    "fenced epochs",
+                    f"{summary.fenced_epochs} (their writer lost the table: never committed)",
+                )
+            )
         if summary.unconfirmed_markers:
             unconfirmed = summary.unconfirmed_markers, summary.unconfirmed_records
             pairs.append(

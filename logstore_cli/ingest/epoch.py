@@ -54,6 +54,9 @@ EPOCH_CRASH_POINTS = ("before-log", "after-log", "after-commit", "after-markers"
 COMMIT_RETRIES = 5  # commits lost in a row to compactions before the epoch fails
 CARRY_CRASH_POINTS = ("carry-after-log", "carry-after-commit")  # only with outside writes to carry
 CRASH_POINTS = EPOCH_CRASH_POINTS + CARRY_CRASH_POINTS
+# Where a test may only hold the job (a kill there leaves what ``after-log`` leaves): between the
+# lease check and the Delta commit, the gap the takeover's fence closes (docs/consistency.md §6).
+PAUSE_POINTS = ("before-commit",)
 
 B = TypeVar("B")
 B_contra = TypeVar("B_contra", contravariant=True)
@@ -408,6 +411,7 @@ class EpochProtocol(Generic[B]):
         retries = 0
         while True:
             self.lease.check(self.commit_margin_s)
+            self.crash_point("before-commit", eid.epoch)
             try:
                 return table.commit(batch, eid, offsets), retries
             except CompactionConflict:

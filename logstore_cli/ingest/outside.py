@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from logstore_cli.logformat.errors import WireFormatError
-from logstore_cli.logformat.wire import RowKind, parse_commit_metadata
+from logstore_cli.logformat.wire import RowKind, parse_commit_metadata, parse_fence_metadata
 
 # The writer id of carried outside writes, in the records' headers, their markers and the Delta
 # transaction id of the commit that records them. Ingest writer ids are ``w-`` + hex (one never
@@ -98,6 +98,13 @@ def is_epoch_commit(info: Mapping[str, Any]) -> bool:
         return False  # someone else's metadata that merely mentions "logstore"
 
 
+def is_fence_commit(info: Mapping[str, Any]) -> bool:
+    """Whether a ``commitInfo`` is a takeover's fence commit (an empty append that sets the fenced
+    writer's transaction version: no change of the table's rows)."""
+    meta = info.get("userMetadata")
+    return parse_fence_metadata(meta if isinstance(meta, str) else None) is not None
+
+
 def commit_timestamp_ms(info: Mapping[str, Any]) -> int | None:
     """A ``commitInfo``'s time: its in-commit timestamp when the table has them, else its own."""
     ts = info.get("inCommitTimestamp", info.get("timestamp"))
@@ -119,11 +126,11 @@ def changes_data(actions: Iterable[Mapping[str, Any]]) -> bool:
 
 def classify(version: int, actions: Iterable[Mapping[str, Any]]) -> OutsideCommit | None:
     """The outside write a commit is, from its actions (the commit file's lines, parsed); None for
-    an epoch commit and for a commit that changes no data (``changes_data``)."""
+    an epoch commit, a fence commit and a commit that changes no data (``changes_data``)."""
     actions = list(actions)
     infos = [a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), Mapping)]
     info: Mapping[str, Any] = infos[-1] if infos else {}
-    if any(is_epoch_commit(i) for i in infos) or not changes_data(actions):
+    if any(is_epoch_commit(i) or is_fence_commit(i) for i in infos) or not changes_data(actions):
         return None
     operation, engine = info.get("operation"), info.get("engineInfo")
     return OutsideCommit(

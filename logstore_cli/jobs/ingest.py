@@ -29,12 +29,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from logstore_cli.catalog import epochs
+from logstore_cli.catalog.lease import LeaseLostError, local_time
 from logstore_cli.catalog.outside import Follower, only_maintenance_since
 from logstore_cli.catalog.schema_watch import SchemaWatch
 from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError, OutsideWriteError
 from logstore_cli.ingest import plan
 from logstore_cli.ingest.epoch import (
     CRASH_POINTS,
+    PAUSE_POINTS,
     CarryReport,
     Committed,
     Compacted,
@@ -59,14 +61,20 @@ from logstore_cli.logformat.wire import (
     CommitMarker,
     EpochEncoder,
     EpochId,
+    Fence,
     LogFormat,
     RowKind,
     RowSchema,
+    TxnState,
     change_value,
     commit_metadata,
     encode_marker,
     envelope,
+    fence_metadata,
+    fenced_txn_version,
+    parse_fence_metadata,
     tombstones,
+    unfence_metadata,
 )
 from logstore_cli.model import ChangelogMode, TableSpec
 
@@ -226,7 +234,7 @@ def _kill_point(
 
 def _pause_point(point: str, epoch: int | None = None) -> None:
     """Hold the job here while the test-only pause file exists (see PAUSE_AT_ENV)."""
-    wanted = _kill_point(PAUSE_AT_ENV, CRASH_POINTS + START_POINTS)
+    wanted = _kill_point(PAUSE_AT_ENV, CRASH_POINTS + START_POINTS + PAUSE_POINTS)
     if wanted is None or wanted[0] != point or wanted[1] not in (None, epoch):
         return
     given = os.environ.get(PAUSE_FILE_ENV)
@@ -500,6 +508,36 @@ _ENVELOPE_BYTES = max(
 )
 
 
+FENCE_ATTEMPTS = 5  # fence commits lost in a row to the fenced writer's own epoch commits
+_CONCURRENT_TXN = re.compile(r"DELTA_CONCURRENT_TRANSACTION|ConcurrentTransactionException")
+
+
+class WriterFenced(LeaseLostError):
+    """Another job took the table over and fenced this job's writer in Delta (docs/consistency.md
+    §6): Delta refused or skipped this epoch's commit, so nothing of it is in the table."""
+
+    def __init__(
+        self, table: str, eid: EpochId, state: TxnState, found: tuple[int, Fence, int | None] | None
+    ) -> None:
+        last = "none" if state.last_epoch is None else str(state.last_epoch)
+        if found is None:
+            who = f"another job took table {table} over"
+        else:
+            version, fence, stamp = found
+            at = f" at {local_time(stamp / 1000)}" if stamp is not None else ""
+            who = (
+                f"job {fence.job or '?'} (writer {fence.by}) took table {table} over{at} "
+                f"(fencing token {fence.token}, Delta version {version})"
+            )
+        super().__init__(
+            f"fenced: {who}; epoch {eid.epoch} of this job's writer {eid.writer} was not "
+            f"committed (its last committed epoch: {last})",
+            hint="this job stopped without committing or publishing markers, so the records it "
+            "produced for the epoch are never released; run it again once the other job has "
+            "ended: it resumes from its checkpoint, exactly once",
+        )
+
+
 def _committed(commit: epochs.EpochCommit) -> Committed:
     return Committed(commit.epoch, commit.version, commit.offsets)
 
@@ -509,6 +547,7 @@ class DeltaCommitter:
     without a key) and Delta's idempotent-write transaction ids."""
 
     def __init__(self, table: TableSpec, path: Path, spark: SparkSession | None = None) -> None:
+        self.name = table.name
         self.path = path
         self.spark = spark  # for commits without a batch (``mark``)
         self.columns = [c.name for c in table.columns]
@@ -548,6 +587,7 @@ class DeltaCommitter:
         try:
             self._write(batch, eid, offsets)
         except Exception as exc:
+            self._raise_if_fenced(eid, exc)  # refused (conflict) or skipped: a takeover's fence
             explained = explain_commit_failure(str(exc), "")
             if (
                 explained is not None
@@ -559,7 +599,124 @@ class DeltaCommitter:
                     detail=_first_line(exc),
                 ) from exc
             raise
-        return self._committed_as(eid)
+        try:
+            return self._committed_as(eid)
+        except LogstoreError as exc:
+            self._raise_if_fenced(eid, exc)  # an append without a key is skipped silently
+            raise
+
+    def _raise_if_fenced(self, eid: EpochId, cause: BaseException) -> None:
+        """WriterFenced when Delta records ``eid.writer`` as fenced (the commit failed or was
+        skipped because of it); nothing when it does not, or the table cannot be read."""
+        try:
+            state = epochs.writer_txn(self.path, eid.writer)
+        except LogstoreError:
+            return
+        if state.fenced:
+            raise WriterFenced(self.name, eid, state, self._find_fence(eid.writer)) from cause
+
+    def _find_fence(self, fenced: str, limit: int = 200) -> tuple[int, Fence, int | None] | None:
+        """The newest fence commit of writer ``fenced`` among the ``limit`` newest commits: its
+        version, its fence and its time (ms)."""
+        for version in epochs.commit_versions(self.path)[:limit]:
+            info = epochs.commit_info(self.path, version) or {}
+            meta = info.get("userMetadata")
+            fence = parse_fence_metadata(meta if isinstance(meta, str) else None)
+            if fence is not None and fence.fenced == fenced:
+                stamp = info.get("inCommitTimestamp", info.get("timestamp"))
+                return version, fence, stamp if isinstance(stamp, int) else None
+        return None
+
+    def fence(self, fence: Fence) -> int | None:
+        """Fence writer ``fence.fenced``, the holder of a lease this job took over: a commit
+        without data (an empty append, as ``mark``) that sets its transaction version to
+        ``fenced_txn_version`` of its newest epoch, with ``fence`` as its metadata. An epoch
+        commit of that writer whose snapshot predates it then fails (Delta: a concurrent commit
+        set a transaction id it read), a later one is skipped (its epoch is below the version).
+        The fence's Delta version; None when the writer was fenced already."""
+        if self.spark is None:
+            raise LogstoreError("a commit without data needs the job's Spark session")
+        path = str(self.path)
+        for _ in range(FENCE_ATTEMPTS):
+            state = epochs.writer_txn(self.path, fence.fenced)
+            if state.fenced:
+                return None
+            schema = self.spark.read.format("delta").load(path).schema
+            try:
+                (
+                    self.spark.createDataFrame([], schema)
+                    .write.format("delta")
+                    .mode("append")
+                    .option("txnAppId", fence.fenced)
+                    .option("txnVersion", str(fenced_txn_version(state.last_epoch)))
+                    .option("userMetadata", fence_metadata(fence))
+                    .save(path)
+                )
+            except Exception as exc:
+                if _CONCURRENT_TXN.search(str(exc)):
+                    continue  # the fenced writer committed an epoch meanwhile: fence after it
+                raise
+            found = self._find_fence(fence.fenced)
+            return None if found is None else found[0]
+        raise LogstoreError(
+            f"could not fence writer {fence.fenced} of table {self.name}: it committed an epoch "
+            f"before each of {FENCE_ATTEMPTS} attempts",
+            hint="the job that held the table before still runs: stop it, then start this one",
+        )
+
+    def unfence(self, writer: str) -> int | None:
+        """Take down a fence on this job's own ``writer`` (a takeover fenced it, and the job now
+        holds the lease again): a commit that sets its transaction version back to its newest
+        committed epoch (-1: none). Delta's writer options cannot lower a transaction version, so
+        the commit is written here, put if absent as Delta's protocol asks. The commit's version;
+        None when the writer was not fenced."""
+        from deltalake import DeltaTable
+
+        from logstore_cli.provision.delta_log import ENGINE, put_if_absent
+
+        for _ in range(FENCE_ATTEMPTS):
+            state = epochs.writer_txn(self.path, writer)
+            if not state.fenced:
+                return None
+            try:
+                dt = DeltaTable(str(self.path))
+                config = dict(dt.metadata().configuration)
+            except Exception as exc:  # delta-rs' own errors
+                raise LogstoreError(f"cannot read the Delta table at {self.path}: {exc}") from exc
+            version = dt.version() + 1
+            now = int(time.time() * 1000)
+            info: dict[str, Any] = {
+                "timestamp": now,
+                "operation": "Manual Update",
+                "operationParameters": {},
+                "readVersion": version - 1,
+                "isolationLevel": "Serializable",
+                "isBlindAppend": False,
+                "operationMetrics": {},
+                "userMetadata": unfence_metadata(writer, state.last_epoch),
+                "engineInfo": ENGINE,
+                "txnId": secrets.token_hex(16),
+            }
+            if config.get("delta.enableInCommitTimestamps") == "true":
+                # Such a table's commits carry a timestamp above the previous commit's, first.
+                before = epochs.commit_info(self.path, version - 1) or {}
+                last = before.get("inCommitTimestamp")
+                floor = last + 1 if isinstance(last, int) else now
+                info = {"inCommitTimestamp": max(now, floor), **info}
+            txn = {
+                "appId": writer,
+                "version": -1 if state.last_epoch is None else state.last_epoch,
+                "lastUpdated": now,
+            }
+            text = json.dumps({"commitInfo": info}, separators=(",", ":")) + "\n"
+            text += json.dumps({"txn": txn}, separators=(",", ":")) + "\n"
+            if put_if_absent(self.path, version, text):
+                return version
+        raise LogstoreError(
+            f"could not take down the fence on writer {writer} of table {self.name}: other "
+            f"commits took the next {FENCE_ATTEMPTS} versions first",
+            hint="another job writes the table: stop it, then start this one again",
+        )
 
     def _write(self, batch: SparkBatch, eid: EpochId, offsets: Mapping[int, int]) -> None:
         from delta.tables import DeltaTable
@@ -1038,6 +1195,33 @@ def acquire_lease(job: IngestJob) -> Lease:
     return Lease.acquire(job.table_path, job.paths.job, job.lease_ttl_s, table=job.table.name)
 
 
+def take_over(spark: SparkSession, job: IngestJob, writer: str, lease: Lease) -> list[int]:
+    """Before this job's first Delta commit (docs/consistency.md §6, "The fence"): take down a
+    fence on its own writer (it holds the lease now), fence the writers of the leases it took over
+    that were not released, then record its writer in the lease. The fence commits' versions."""
+    info = lease.info
+    owed = [w for w in info.unfenced if w != writer]
+    fenced: list[int] = []
+    if job.stores.file:
+        table = DeltaCommitter(job.table, job.table_path, spark)
+        lease.check()
+        table.unfence(writer)
+        for other in owed:
+            version = table.fence(Fence(info.fence, writer, other, job.paths.job))
+            if version is not None:
+                fenced.append(version)
+                prev = lease.took_over
+                whose = f" of job {prev.job}" if prev is not None and prev.writer == other else ""
+                log.warning(
+                    "fenced writer %s%s in table %s (Delta version %d): it held the lease this "
+                    "job took over, and can no longer commit an epoch",
+                    other, whose, job.table.name, version,
+                )  # fmt: skip
+        owed = []
+    lease.set_writer(writer, tuple(owed))  # a job writing no Delta leaves the fences owed
+    return fenced
+
+
 BATCH_FRAMING = 128  # a record batch's own bytes at the broker, beyond its records
 
 GENERATE_ONCE_BATCH = 20_000  # changes per epoch of 'generate --once' (maxChangesPerBatch)
@@ -1115,6 +1299,7 @@ def start(
         stream = _open_stream(spark, job)
         check_source_topic(job)
         writer = writer_id(job.checkpoint)
+        take_over(spark, job, writer, lease)
         if job.stores.log and job.kafka is not None:
             from logstore_cli.kafka.admin import KafkaAdmin
             from logstore_cli.kafka.producer import LogProducer

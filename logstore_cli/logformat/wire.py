@@ -750,6 +750,8 @@ def parse_commit_metadata(text: str | None) -> tuple[EpochId, dict[int, int]] | 
 
     if not isinstance(body, dict):
         raise bad("is not an object")
+    if "writer" not in body and (FENCE_KEY in body or UNFENCE_KEY in body):
+        return None  # a takeover's fence, or a writer's un-fence: no epoch
     for name, kind in (("writer", str), ("epoch", int), ("attempt", str), ("offsets", dict)):
         if name not in body:
             raise bad(f"has no {name!r}")
@@ -766,6 +768,137 @@ def parse_commit_metadata(text: str | None) -> tuple[EpochId, dict[int, int]] | 
             raise bad(f"has an offset {offset!r} that is not an integer >= 0")
         offsets[int(partition)] = offset
     return epoch, offsets
+
+
+# -- the fence of a takeover ----------------------------------------------------------------------
+
+# A writer's Delta transaction version (``txnVersion`` for ``txnAppId = writer``) at or above this is
+# a fence, not an epoch: the job that took the table over set it (docs/consistency.md §6), and Delta
+# then refuses or skips every epoch commit of the fenced writer. Epochs are Spark batch ids, far
+# below it; Delta keeps the version as a signed 64-bit integer, so it fits.
+FENCED_BASE = 2**62
+FENCE_KEY = "fence"
+UNFENCE_KEY = "unfence"  # a fenced writer's own commit that takes its fence down on restart
+
+
+@dataclass(frozen=True)
+class TxnState:
+    """What a writer's Delta transaction version says: its newest committed epoch (None: none),
+    and whether a takeover fenced it after that epoch."""
+
+    last_epoch: int | None
+    fenced: bool = False
+
+
+def fenced_txn_version(last_epoch: int | None) -> int:
+    """The transaction version that fences a writer whose newest committed epoch is
+    ``last_epoch`` (None: none). One above ``FENCED_BASE + last_epoch``, so that a writer that
+    committed nothing is told from one that committed epoch 0."""
+    if last_epoch is not None and (isinstance(last_epoch, bool) or last_epoch < 0):
+        raise WireFormatError(f"epoch must be an integer >= 0, not {last_epoch!r}", reason="value")
+    return FENCED_BASE + (0 if last_epoch is None else last_epoch + 1)
+
+
+def decode_txn_version(version: int | None) -> TxnState:
+    """The ``TxnState`` a stored transaction version means (None or negative: nothing committed;
+    at or above ``FENCED_BASE``: fenced, see ``fenced_txn_version``)."""
+    if version is None or version < 0:
+        return TxnState(None)
+    if version >= FENCED_BASE:
+        n = version - FENCED_BASE
+        return TxnState(None if n == 0 else n - 1, fenced=True)
+    return TxnState(version)
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A fence commit's metadata: lease ``token`` (the taker's fencing token), taken ``by`` the
+    writer of job ``job``, fencing writer ``fenced``."""
+
+    token: int
+    by: str
+    fenced: str
+    job: str | None = None
+
+
+def fence_metadata(fence: Fence) -> str:
+    """The ``userMetadata`` of a fence commit: ``{"logstore":{"fence":{...}}}``. It has no
+    ``writer``, so readers of epoch metadata (``parse_commit_metadata``, also older versions of
+    it, which find no ``writer`` and treat the commit as someone else's) never take it for an
+    epoch."""
+    if isinstance(fence.token, bool) or not isinstance(fence.token, int) or fence.token < 0:
+        raise WireFormatError(
+            f"fencing token must be an integer >= 0, not {fence.token!r}", reason="value"
+        )
+    body: dict[str, Any] = {"token": fence.token, "by": fence.by, "fenced": fence.fenced}
+    if fence.job is not None:
+        body["job"] = fence.job
+    for name in ("by", "fenced", "job"):
+        value = body.get(name)
+        if name in body and (not isinstance(value, str) or not value):
+            raise WireFormatError(
+                f"{name} must be a non-empty string, not {value!r}", reason="value"
+            )
+    try:
+        parts = ",".join(
+            f'"{k}":{v}' if isinstance(v, int) else f'"{k}":{json_string(v)}'
+            for k, v in body.items()
+        )
+    except _Problem as problem:
+        raise problem.error("the fence") from None
+    return f'{{"logstore":{{"{FENCE_KEY}":{{{parts}}}}}}}'
+
+
+def unfence_metadata(writer: str, last_epoch: int | None) -> str:
+    """The ``userMetadata`` of the commit with which a fenced writer, holding the lease again,
+    sets its transaction version back to its newest committed epoch."""
+    try:
+        name = json_string(writer)
+    except _Problem as problem:
+        raise problem.error("the writer id") from None
+    after = "null" if last_epoch is None else str(int(last_epoch))
+    return f'{{"logstore":{{"{UNFENCE_KEY}":{{"writer":{name},"after":{after}}}}}}}'
+
+
+def parse_unfence_metadata(text: str | None) -> tuple[str, int | None] | None:
+    """The writer and its newest epoch (None: none) of an un-fence commit's ``userMetadata``;
+    None when it is not one's."""
+    if not text:
+        return None
+    try:
+        parsed = parse_json(text)
+    except WireFormatError:
+        return None
+    body = parsed.get("logstore") if isinstance(parsed, dict) else None
+    found = body.get(UNFENCE_KEY) if isinstance(body, dict) else None
+    if not isinstance(found, dict):
+        return None
+    writer, after = found.get("writer"), found.get("after")
+    if not isinstance(writer, str) or not writer:
+        return None
+    if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+        return None
+    return writer, after
+
+
+def parse_fence_metadata(text: str | None) -> Fence | None:
+    """The fence of a commit's ``userMetadata``; None when it is not a fence commit's."""
+    if not text:
+        return None
+    try:
+        parsed = parse_json(text)
+    except WireFormatError:
+        return None
+    body = parsed.get("logstore") if isinstance(parsed, dict) else None
+    fence = body.get(FENCE_KEY) if isinstance(body, dict) else None
+    if not isinstance(fence, dict):
+        return None
+    token, by, fenced, job = (fence.get(k) for k in ("token", "by", "fenced", "job"))
+    if isinstance(token, bool) or not isinstance(token, int) or token < 0:
+        return None
+    if not (isinstance(by, str) and by and isinstance(fenced, str) and fenced):
+        return None
+    return Fence(token, by, fenced, job if isinstance(job, str) and job else None)
 
 
 # -- the reader's fast path ------------------------------------------------------------------------

@@ -109,6 +109,9 @@ class ReadSummary:
     markers: int = 0
     skipped: int = 0  # foreign and malformed records
     pending_epochs: int = 0
+    fenced_epochs: int = (
+        0  # pending epochs of writers a takeover fenced: never released as they are
+    )
     # Markers the Delta log does not confirm (ignored), and the records of the attempts they named
     unconfirmed_markers: int = 0
     unconfirmed_records: int = 0
@@ -133,6 +136,7 @@ class ReadSummary:
                 "markers": self.markers,
                 "skipped": self.skipped,
                 "pending_epochs": self.pending_epochs,
+                "fenced_epochs": self.fenced_epochs,
                 "unconfirmed": {
                     "markers": self.unconfirmed_markers,
                     "records": self.unconfirmed_records,
@@ -326,7 +330,7 @@ def read_with_consumer(
 ) -> ReadSummary:
     """A log read with the confluent-kafka engine; returns when bounded and done, when ``stop()``
     is true (follow), or at ``--limit``."""
-    from logstore_cli.catalog.epochs import EpochConfirmer
+    from logstore_cli.catalog.epochs import EpochConfirmer, fenced_pending
     from logstore_cli.catalog.snapshot import snapshot_batches
     from logstore_cli.read.consumer import LogReader, ReaderCheckpoint, ReaderDecider, SourceConf
     from logstore_cli.read.fold import ArrowRows
@@ -417,7 +421,10 @@ def read_with_consumer(
         stats = reader.stats
         summary.records, summary.markers = stats.records, stats.markers
         summary.skipped = stats.foreign + stats.malformed
-        summary.pending_epochs = sum(len(p) for p in reader.pending().values())
+        pending = [e for found in reader.pending().values() for e in found]
+        fenced = fenced_pending(req.location, pending) if pending else []
+        summary.pending_epochs = len(pending) - len(fenced)  # per partition, as always
+        summary.fenced_epochs = len({(e.writer, e.epoch) for e in fenced})
         after = reader.decider.stats()
         summary.unconfirmed_markers = after.unconfirmed_markers - before.unconfirmed_markers
         summary.unconfirmed_records = after.unconfirmed_records - before.unconfirmed_records

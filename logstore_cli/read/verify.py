@@ -40,6 +40,7 @@ from logstore_cli.catalog.epochs import (
     EpochConfirmer,
     commit_versions,
     epoch_commits,
+    fenced_pending,
 )
 from logstore_cli.catalog.outside import uncarried
 from logstore_cli.catalog.tables import StoredTable, StoredTableOn
@@ -203,6 +204,7 @@ class _LogRead:
         self.state = FoldedState(schema)  # what markers naming V or older released, folded
         # As `logstore read` does: a marker releases only what the Delta log confirms.
         self.decider = TopicDecider("committed", confirm=EpochConfirmer(table))
+        self.table = table
         self.released = _Released()
         self.position: dict[int, int] = {}
         self.stats = ReadStats()
@@ -450,6 +452,15 @@ def _read_notes(
         for e in pending
         if (e.writer, e.epoch) not in committed and (e.writer, e.epoch) not in forged
     ]
+    fenced = fenced_pending(log_read.table, open_) if open_ else []
+    if fenced:
+        open_ = [e for e in open_ if e not in fenced]
+        writers = sorted({e.writer for e in fenced})
+        result.notes.append(
+            f"{sum(e.records for e in fenced)} records of {len({(e.writer, e.epoch) for e in fenced})}"
+            f" fenced epochs (writers {', '.join(writers)}: another job took the table over "
+            "before their commit) were not compared; they are never released"
+        )
     if open_:
         epochs = {(e.writer, e.epoch) for e in open_}
         result.notes.append(

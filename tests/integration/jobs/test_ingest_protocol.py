@@ -4,16 +4,22 @@
 - the start-up rule: a job killed after its Delta commit and before its markers, never run again,
   gets its markers from the next job that starts on the table, whichever it is;
 - the lease check before the commit: a job whose table was taken over while it produced stops
-  without committing.
+  without committing;
+- the fence: a job paused past its lease after that check gets no epoch into Delta once another
+  job took the table over (docs/consistency.md §6, "The fence").
 
 Run alone with ``pytest -m crash`` (the first test kills a job with SIGKILL).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -23,14 +29,22 @@ from logstore_cli.catalog.lease import Lease, read_lease
 from logstore_cli.catalog.tables import load_table
 from logstore_cli.jobs.ingest import KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_FILE_ENV
 from logstore_cli.kafka.admin import KafkaAdmin
-from logstore_cli.logformat.wire import CommitMarker, decode
+from logstore_cli.logformat.wire import CommitMarker, Fence, TxnState, decode, parse_fence_metadata
+from logstore_cli.read.service import read_with_consumer
 from tests import jobrun
 from tests.deltalog import write_table
 
 from .ingest_support import (
+    Change,
+    ListSink,
     assert_log_reads_equal_delta,
     changes,
     check_protocol,
+    delta_state,
+    fold,
+    fold_changes,
+    log_read_request,
+    normalized,
     orders_ddl,
     read_log,
     write_files,
@@ -48,11 +62,18 @@ def _table(warehouse: Path, bootstrap: str, topic: str) -> Path:
 
 
 def _ingest(
-    warehouse: Path, source: Path, tmp: Path, job: str, env: dict[str, str] | None = None
+    warehouse: Path,
+    source: Path,
+    tmp: Path,
+    job: str,
+    env: dict[str, str] | None = None,
+    extra: Sequence[tuple[str, str]] = (),
 ) -> subprocess.Popen[str]:
+    options = dict([("--lease-ttl", "30"), *extra])
     return jobrun.start(
         [sys.executable, "-m", "logstore_cli", "ingest", "shop.orders", "--source", str(source),
-         "--format", "json", "--once", "--job", job, "--json", "--lease-ttl", "30"],
+         "--format", "json", "--once", "--job", job, "--json",
+         *[x for item in options.items() for x in item]],
         cwd=tmp, env={"LOGSTORE_WAREHOUSE": str(warehouse),
                       "LOGSTORE_STATE_DIR": str(tmp / "state"), **(env or {})},
     )  # fmt: skip
@@ -167,3 +188,115 @@ def test_a_table_whose_delta_files_vanish_mid_epoch_is_named_gone_not_restartabl
     assert "do not restart this job on it" in err and "can be restarted" not in err
     assert "Traceback" not in err
     assert _markers(kafka_bootstrap, topic_name) == {}  # nothing released
+
+
+def _shifted(batch: list[Change], by: int) -> list[Change]:
+    """``batch`` on other keys (``id + by``): two jobs' changes that never touch the same row."""
+    return [Change(c.op, {**c.row, "id": c.row["id"] + by}) for c in batch]
+
+
+def _fence_commits(path: Path) -> list[tuple[int, Fence]]:
+    found = []
+    for version in epochs.commit_versions(path):
+        info = epochs.commit_info(path, version) or {}
+        meta = info.get("userMetadata")
+        fence = parse_fence_metadata(meta if isinstance(meta, str) else None)
+        if fence is not None:
+            found.append((version, fence))
+    return found
+
+
+def test_a_writer_paused_past_its_ttl_before_its_commit_is_fenced_by_the_job_that_took_over(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> None:
+    """The gap a lease check leaves: job A checks its lease, is stopped (SIGSTOP) right before its
+    Delta commit until its lease ran out; job B (another checkpoint: another writer) takes the table
+    over, fences A's writer in Delta, commits and ends; A continued with SIGCONT gets no epoch into
+    Delta: it stops as fenced (exit 1, no markers), and the stores agree. A's checkpoint run again
+    takes its fence down and ingests the rest of its source exactly once."""
+    warehouse = tmp_path / "wh"
+    path = _table(warehouse, kafka_bootstrap, topic_name)
+    a_batches = [changes(60, keys=20, seed=s) for s in (21, 22)]
+    b_batches = [_shifted(changes(60, keys=20, seed=23), 1000)]
+    write_files(tmp_path / "in-a", a_batches)
+    write_files(tmp_path / "in-b", b_batches)
+    one_file = {"--source-option": "maxFilesPerTrigger=1"}
+    pause = tmp_path / "paused"
+    ttl = "20"  # long enough that a loaded machine still renews it in time
+    proc = _ingest(warehouse, tmp_path / "in-a", tmp_path, "job-a",
+                   {PAUSE_AT_ENV: "before-commit:1", PAUSE_FILE_ENV: str(pause)},
+                   extra=[*one_file.items(), ("--lease-ttl", ttl)])  # fmt: skip
+    try:
+        jobrun.wait_paused(proc, pause)  # epoch 0 committed; epoch 1 checked its lease
+        os.killpg(proc.pid, signal.SIGSTOP)  # no renewal any more: the lease runs out
+        held = read_lease(path)
+        assert held is not None and held.job == "job-a" and held.writer is not None
+        writer_a = held.writer
+        deadline = time.monotonic() + 60
+        while not held.expired(time.time()):
+            assert time.monotonic() < deadline, "the stopped job's lease did not expire"
+            time.sleep(0.2)  # polling the expiry, with a deadline
+            held = read_lease(path) or held
+        pause.unlink()  # A goes on to its commit as soon as it runs again
+        code_b, _, err_b = jobrun.finish(
+            _ingest(warehouse, tmp_path / "in-b", tmp_path, "job-b", extra=[("--lease-ttl", ttl)])
+        )
+        assert code_b == 0, err_b[-3000:]
+        assert f"fenced writer {writer_a} of job job-a" in err_b, err_b[-3000:]
+        os.killpg(proc.pid, signal.SIGCONT)
+        code_a, _, err_a = jobrun.finish(proc)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGCONT)
+        jobrun.kill(proc)
+        raise
+    finally:
+        pause.unlink(missing_ok=True)
+    assert code_a == 1, err_a[-3000:]
+    assert "fenced: job job-b" in err_a and writer_a in err_a, err_a[-3000:]
+    assert "Traceback" not in err_a
+
+    ((fence_version, fence),) = _fence_commits(path)
+    assert (fence.fenced, fence.job) == (writer_a, "job-b") and fence.token >= 2
+    a_commits = [c for c in epochs.epoch_commits(path) if c.epoch.writer == writer_a]
+    assert [c.epoch.epoch for c in a_commits] == [0]  # epoch 1 never reached Delta
+    assert all(c.version < fence_version for c in a_commits)
+    assert epochs.writer_txn(path, writer_a) == TxnState(0, fenced=True)
+    b_commits = [c for c in epochs.epoch_commits(path) if c.epoch.writer != writer_a]
+    assert b_commits and all(c.version > fence_version for c in b_commits)
+    assert {w for (w, _) in _markers(kafka_bootstrap, topic_name)} == {
+        writer_a,
+        b_commits[0].epoch.writer,
+    }
+    assert (writer_a, 1) not in _markers(kafka_bootstrap, topic_name)
+    table = load_table(warehouse, "shop.orders").spec
+    check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
+    # A committed read folds to Delta and names A's epoch 1 fenced, not open. (An eventual read
+    # shows its records until A runs again: its new attempt of the epoch then retracts them.)
+    stored = load_table(warehouse, "shop.orders")
+    sink = ListSink()
+    summary = read_with_consumer(log_read_request(stored, "committed"), sink)
+    assert fold_changes(sink.changes) == delta_state(path)
+    assert (summary.fenced_epochs, summary.pending_epochs) == (1, 0), summary
+    verified = jobrun.cli(tmp_path, warehouse, "verify", "shop.orders")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "fenced epochs" in verified.stdout and writer_a in verified.stdout, verified.stdout
+    assert delta_state(path) == {
+        k: normalized(r) for k, r in {**fold(a_batches[0]), **fold(b_batches[0])}.items()
+    }
+
+    # A again, from its checkpoint: its fence comes down, epoch 1 runs again, exactly once.
+    code, _, err = jobrun.finish(
+        _ingest(warehouse, tmp_path / "in-a", tmp_path, "job-a",
+                extra=[*one_file.items(), ("--lease-ttl", ttl)])
+    )  # fmt: skip
+    assert code == 0, err[-3000:]
+    assert epochs.writer_txn(path, writer_a) == TxnState(1)
+    a_epochs = [c.epoch.epoch for c in epochs.epoch_commits(path) if c.epoch.writer == writer_a]
+    assert sorted(a_epochs) == [0, 1]
+    check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
+    assert_log_reads_equal_delta(warehouse, "shop.orders")
+    assert delta_state(path) == {
+        k: normalized(r)
+        for k, r in {**fold([c for b in a_batches for c in b]), **fold(b_batches[0])}.items()
+    }

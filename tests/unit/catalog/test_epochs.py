@@ -8,8 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from logstore_cli.catalog.epochs import EpochConfirmer
-from logstore_cli.logformat.wire import CommitMarker, EpochId
+from logstore_cli.catalog.epochs import (
+    EpochConfirmer,
+    committed_version,
+    epoch_of,
+    fenced_pending,
+    writer_txn,
+)
+from logstore_cli.logformat.consistency import PendingEpoch
+from logstore_cli.logformat.wire import (
+    CommitMarker,
+    EpochId,
+    Fence,
+    TxnState,
+    fence_metadata,
+    fenced_txn_version,
+)
 from tests.deltalog import write_table
 from tests.unit.catalog.test_status import DDL, commit, epoch_commit
 
@@ -70,3 +84,23 @@ def test_a_version_whose_commit_file_log_cleanup_removed_is_confirmed_by_the_tra
     assert not confirm(marker("w1", 7, "a0", v1))  # beyond what the writer committed
     assert not confirm(marker("intruder", 0, "x", v1))
     assert confirm(marker("w1", 1, "a1", v2))
+
+
+def test_a_fenced_transaction_version_is_decoded_and_its_pending_epochs_named(table: Path) -> None:
+    """A takeover's fence sets the writer's transaction version at or above ``FENCED_BASE``: the
+    epoch look-ups decode it (never an epoch), and the writer's held epochs after its last commit
+    are the fenced ones; another writer's stay open."""
+    epoch_commit(table, "w1", 0, "a0", {0: 1})
+    assert (committed_version(table, "w1"), writer_txn(table, "w1")) == (0, TxnState(0))
+    fence = {"txn": {"appId": "w1", "version": fenced_txn_version(0), "lastUpdated": 1}}
+    meta = fence_metadata(Fence(2, "w2", "w1", "thief"))
+    version = commit(table, {"operation": "WRITE", "userMetadata": meta}, fence)
+    assert writer_txn(table, "w1") == TxnState(0, fenced=True)
+    assert committed_version(table, "w1") == 0  # the fence is no epoch
+    assert epoch_of(table, version) is None
+    held = [
+        PendingEpoch("w1", 1, ("a1",), 3, 10, 12),  # after its last commit: fenced
+        PendingEpoch("w3", 4, ("a4",), 1, 13, 13),  # another writer's epoch in flight
+    ]
+    assert fenced_pending(table, held) == held[:1]
+    assert fenced_pending(table / "gone", held) == []  # no Delta table to ask: none named

@@ -11,7 +11,14 @@ import pytest
 
 from logstore_cli.catalog.history import read_history
 from logstore_cli.cli import app as app_module
-from logstore_cli.logformat.wire import EpochId, commit_metadata
+from logstore_cli.logformat.wire import (
+    EpochId,
+    Fence,
+    commit_metadata,
+    fence_metadata,
+    fenced_txn_version,
+    unfence_metadata,
+)
 from tests.deltalog import write_table
 
 DDL = """CREATE TABLE db.t (id BIGINT, PRIMARY KEY (id) NOT ENFORCED)
@@ -105,3 +112,29 @@ def test_the_command_prints_a_table_or_json_and_checks_its_limit(
     assert code == 2 and "--limit must be 1 or more" in err
     code, _, err = run("history", "db.nope")
     assert code == 1 and "not found" in err
+
+
+def test_a_fence_and_its_taking_down_are_named_fence_not_outside_or_maintenance(
+    table: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    epoch(table, "w-1", 0, 7)
+    meta = fence_metadata(Fence(3, "w-2", "w-1", "thief"))
+    fenced = write(  # an empty append: Delta adds an empty file with dataChange true
+        table, info("WRITE", userMetadata=meta), add("empty.parquet", True),
+        {"txn": {"appId": "w-1", "version": fenced_txn_version(0)}},
+    )  # fmt: skip
+    down = write(
+        table,
+        info("Manual Update", userMetadata=unfence_metadata("w-1", 0)),
+        {"txn": {"appId": "w-1", "version": 0}},
+    )
+    by_version = {c["version"]: c for c in read_history(table, "db.t").to_json()["commits"]}
+    assert by_version[fenced]["kind"] == by_version[down]["kind"] == "fence"
+    assert by_version[fenced]["fence"] == {"token": 3, "by": "w-2", "fenced": "w-1", "job": "thief"}
+    assert by_version[down]["fence"] == {"unfenced": "w-1", "after": 0}
+    monkeypatch.setenv("LOGSTORE_WAREHOUSE", str(table.parents[1]))
+    with pytest.raises(SystemExit):
+        app_module.main(["history", "db.t"])
+    out = capsys.readouterr().out
+    assert "w-1 fenced by w-2 (job thief, token 3)" in out
+    assert "w-1 took its fence down (last epoch 0)" in out

@@ -307,6 +307,7 @@ def test_a_failing_renewal_is_reported_by_check_once_the_lease_runs_out(
     clock.advance(TTL)
     with pytest.raises(LeaseLostError, match="No space left on device"):
         lease.check()
+    monkeypatch.undo()  # a release writes the record too (marked released)
     lease.release()
 
 
@@ -376,9 +377,52 @@ def test_the_table_directory_must_exist(tmp_path: Path) -> None:
     assert read_lease(tmp_path / "missing") is None
 
 
+def test_the_fencing_token_grows_and_the_writers_to_fence_pass_on(table: Path) -> None:
+    clock = FakeClock()
+    first = take(table, clock, job="first")
+    assert (first.info.fence, first.info.writer, first.info.unfenced) == (1, None, ())
+    first.set_writer("w-1")
+    assert read_lease(table) == first.info and first.info.writer == "w-1"
+    first.release()
+    assert read_lease(table) is None  # released: kept on disk, for its token, but not a lease
+    second = take(table, clock, job="second")
+    assert second.took_over is None and (second.info.fence, second.info.unfenced) == (2, ())
+    second.set_writer("w-2")
+    clock.advance(TTL)
+    third = take(table, clock, job="third", host="h2")  # expired, not released: w-2 is owed
+    assert (third.info.fence, third.info.unfenced) == (3, ("w-2",))
+    clock.advance(TTL)  # third died before it fenced anyone or named its writer
+    fourth = take(table, clock, job="fourth", host="h3")
+    assert (fourth.info.fence, fourth.info.unfenced) == (4, ("w-2",))
+    fourth.set_writer("w-4")
+    stored = read_lease(table)
+    assert stored is not None and (stored.writer, stored.unfenced) == ("w-4", ())
+    with pytest.raises(LeaseLostError):
+        third.set_writer("w-3")
+    assert read_lease(table) == fourth.info
+
+
+def test_a_lease_of_an_older_version_loads_and_counts_as_token_0(table: Path) -> None:
+    old = {"format": 1, "job": "old", "host": "h9", "pid": 7, "process": None, "token": "t",
+           "acquired_at": 1.0, "expires_at": 2.0}  # fmt: skip
+    (table / STATE_DIR).mkdir()
+    (table / STATE_DIR / LEASE_FILE).write_text(json.dumps(old))
+    stored = read_lease(table)
+    assert stored is not None and (stored.fence, stored.writer, stored.unfenced) == (0, None, ())
+    lease = take(table, FakeClock())  # expired long ago; it named no writer, so none is owed
+    assert lease.took_over == stored and (lease.info.fence, lease.info.unfenced) == (1, ())
+
+
 @pytest.mark.parametrize(
     "change",
     [
+        {"fence": -1},
+        {"fence": True},
+        {"fence": "1"},
+        {"writer": ""},
+        {"writer": 3},
+        {"unfenced": "w-1"},
+        {"unfenced": [""]},
         {"format": 2},
         {"pid": 0},
         {"pid": True},
@@ -394,7 +438,7 @@ def test_the_table_directory_must_exist(tmp_path: Path) -> None:
     ],
 )
 def test_lease_json_is_checked(change: dict[str, Any]) -> None:
-    info = LeaseInfo("a", "h", 1, "tok", 1.0, 2.0, None)
+    info = LeaseInfo("a", "h", 1, "tok", 1.0, 2.0, None, 7, "w-1", ("w-0",))
     assert LeaseInfo.from_json(info.to_json()) == info
     with pytest.raises(ValueError):
         LeaseInfo.from_json(info.to_json() | change)

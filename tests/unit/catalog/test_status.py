@@ -176,7 +176,8 @@ def test_lease_live_expired_and_whether_its_holder_runs(table: Path) -> None:
     assert alive == {
         "job": "orders-cdc", "host": "h1", "pid": 321,
         "acquired_at": local_time(now), "expires_at": local_time(now + 60),
-        "expires_in_s": 45.0, "expired": False, "holder_running": True,
+        "expires_in_s": 45.0, "expired": False, "holder_running": True, "writer": None,
+        "fence": 1,
     }  # fmt: skip
     gone = status(table, now=now + 15, host="h1", holder_dead=lambda info: info.pid == 321)
     assert gone["lease"]["holder_running"] is False

@@ -37,6 +37,10 @@ def test_a_stale_holder_cannot_renew_check_or_release(table: LocalStorage) -> No
     contract.check_a_stale_holder_cannot_renew_check_or_release(table)
 
 
+def test_the_fencing_token_grows(table: LocalStorage) -> None:
+    contract.check_the_fencing_token_grows_and_the_writers_to_fence_pass_on(table)
+
+
 def test_renewal(table: LocalStorage) -> None:
     contract.check_renewal_extends_and_an_untaken_expired_lease_renews(table)
 

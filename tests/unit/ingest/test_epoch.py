@@ -28,6 +28,7 @@ from logstore_cli.ingest.epoch import (
     COMMIT_RETRIES,
     CRASH_POINTS,
     EPOCH_CRASH_POINTS,
+    PAUSE_POINTS,
     Committed,
     Compacted,
     CompactionConflict,
@@ -811,3 +812,20 @@ def test_a_changed_schema_stops_the_job_before_the_epoch_writes_anything_and_it_
     again.run(1, batch(2))
     assert world.folded_log() == world.data == {1: "v1", 2: "v2"}
     assert_consistent(world)
+
+
+def test_the_pause_point_before_the_commit_is_between_the_last_lease_check_and_the_commit() -> None:
+    """``before-commit`` (a pause-only point: ``PAUSE_POINTS``) is where a job paused after its
+    last lease check would commit after a takeover: the gap the fence in Delta closes."""
+    world = World()
+
+    def hook(point: str, epoch: int) -> None:
+        world.events.append(("point", point))
+
+    protocol, _ = make(world, crash=hook)
+    protocol.run(0, batch(1))
+    names = [e[0] if e[0] != "point" else e[1] for e in world.events]
+    at = names.index("before-commit")
+    assert names[at - 1] == "lease" and world.events[at - 1] == ("lease", 20.0)
+    assert names.index("after-log") < at < names.index("after-commit")
+    assert "before-commit" in PAUSE_POINTS and "before-commit" not in CRASH_POINTS
