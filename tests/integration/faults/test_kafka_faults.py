@@ -52,7 +52,10 @@ pytestmark = [pytest.mark.fault]
 
 FILES, PER_FILE = 4, 150  # one file per epoch (maxFilesPerTrigger=1)
 TABLE = "shop.orders"
-ALL_DOWN_KAFKA_TIMEOUT_S = 10.0
+# The job's Kafka time-out (LOGSTORE_KAFKA_TIMEOUT), as short as the CLI tests' (5 s): the job
+# sits this long on the dead cluster before it fails, and every delivery to the live cluster (3
+# replicas, acks=all) takes milliseconds.
+ALL_DOWN_KAFKA_TIMEOUT_S = 5.0
 # An epoch's produce waits at most the Kafka time-out for deliveries; then the job stops its query
 # and its Spark session. How long the test waits for that exit (a deadline for the wait: what is
 # asserted is that the error says the Kafka time-out ended it, not how fast the JVM stopped):

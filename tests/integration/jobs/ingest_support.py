@@ -207,7 +207,9 @@ def read_log(bootstrap: str, topic: str, timeout_s: float = 30.0) -> list[LogRec
         deadline = time.monotonic() + timeout_s
         while any(pos[p] < ends[p] for p in parts):
             assert time.monotonic() < deadline, f"log not read to its end: {pos} of {ends}"
-            for msg in consumer.consume(1000, timeout=1.0):
+            # consume(n, t) returns early only once n records came: a short t is the poll
+            # interval (the loop ends at the end offsets), not a wait of a whole second per call
+            for msg in consumer.consume(1000, timeout=0.05):
                 assert msg.error() is None, msg.error()
                 p, o = msg.partition(), msg.offset()
                 if o >= ends[p]:

@@ -72,7 +72,8 @@ def _read_all(bootstrap: str, topic: str, timeout_s: float = 30) -> list[bytes]:
         deadline = time.monotonic() + timeout_s
         while any(seen[p] < ends[p] for p in ends):
             assert time.monotonic() < deadline, f"read {seen} of {ends}"
-            for msg in consumer.consume(500, timeout=1.0):
+            # returns early only once 500 came: a short time-out is the poll interval
+            for msg in consumer.consume(500, timeout=0.05):
                 assert msg.error() is None, msg.error()
                 partition, offset, value = msg.partition(), msg.offset(), msg.value()
                 assert partition is not None and offset is not None and value is not None

@@ -65,3 +65,11 @@ def test_a_source_conf_pickles_and_its_repr_hides_property_values() -> None:
     assert pickle.loads(pickle.dumps(conf)) == conf
     text = repr(conf)
     assert "hunter2-secret" not in text and "sasl.password" in text
+
+
+def test_a_held_fetch_is_short_unless_the_tables_properties_say_otherwise() -> None:
+    # a fetch held open for new records delays the metadata request behind it: bounded reads
+    # of every partition after the first waited the librdkafka default (500 ms) each
+    assert consumer_config(SourceConf("b:9092", {}, "t"))[0]["fetch.wait.max.ms"] == 100
+    given = SourceConf("b:9092", {"fetch.wait.max.ms": "500"}, "t")
+    assert consumer_config(given)[0]["fetch.wait.max.ms"] == "500"
