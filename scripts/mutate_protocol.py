@@ -47,7 +47,7 @@ PUBLISH_LATEST = (
 )
 REPUBLISH = "                self._publish(CommitMarker(done.epoch, done.version))\n"
 CHECK_AT_COMMIT = "            self.lease.check(self.commit_margin_s)\n"
-COMMIT = "            version = self.table.commit(batch, eid, offsets)\n"
+COMMIT = "            version, retries = self._commit(self.table, batch, eid, offsets)\n"
 PUBLISH = "        self._publish(CommitMarker(eid, version))\n"
 PRODUCE = "        produced = self.log.produce(batch, eid) if self.log is not None else None\n"
 
@@ -90,7 +90,10 @@ MUTANTS = [
     _m(
         "no lease check when the epoch begins",
         EPOCH,
-        ("        self.lease.check()\n        self._carry()", "        self._carry()"),
+        (
+            "        self.lease.check()\n        if self.schema is not None:",
+            "        if self.schema is not None:",
+        ),
     ),
     _m(
         "outside writes not carried before an epoch",
@@ -162,7 +165,7 @@ MUTANTS = [
     _m(
         "commit records no end offsets",
         EPOCH,
-        (COMMIT, "            version = self.table.commit(batch, eid, {})\n"),
+        (COMMIT, "            version, retries = self._commit(self.table, batch, eid, {})\n"),
     ),
     _m(
         "quarantine skipped",
