@@ -1,8 +1,10 @@
 """Run by PyFlink's own venv (scripts/flink-env.sh), not the project's: a Flink SQL job that reads a
 logstore topic with Flink's Kafka connector and ``'format' = 'debezium-json'`` from the earliest
-to the latest offset, and prints each changelog row as a JSON line ``{"kind": "+I", "row": {...}}``.
+to the latest offset, and writes each changelog row to OUT as a JSON line
+``{"kind": "+I", "row": {...}}`` (a file, not stdout: Flink's JVM logs to the process's stdout, at
+times an ERROR line as the job ends).
 
-    python flink_read.py JAR BOOTSTRAP TOPIC
+    python flink_read.py JAR BOOTSTRAP TOPIC OUT
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 KINDS = {"INSERT": "+I", "UPDATE_BEFORE": "-U", "UPDATE_AFTER": "+U", "DELETE": "-D"}
 
 
-def main(jar: str, bootstrap: str, topic: str) -> None:
+def main(jar: str, bootstrap: str, topic: str, out: str) -> None:
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
     env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
@@ -31,7 +33,8 @@ def main(jar: str, bootstrap: str, topic: str) -> None:
             'scan.bounded.mode' = 'latest-offset',
             'format' = 'debezium-json'
         )""")
-    with env.execute_sql("SELECT id, name, qty, price FROM orders_log").collect() as rows:
+    query = env.execute_sql("SELECT id, name, qty, price FROM orders_log")
+    with query.collect() as rows, open(out, "w", encoding="utf-8") as lines:
         for row in rows:
             kind = KINDS[row.get_row_kind().name]
             id_, name, qty, price = row[0], row[1], row[2], row[3]
@@ -41,9 +44,8 @@ def main(jar: str, bootstrap: str, topic: str) -> None:
                 "qty": qty,
                 "price": None if price is None else str(price),
             }
-            sys.stdout.write(json.dumps({"kind": kind, "row": values}) + "\n")
-    sys.stdout.flush()
+            lines.write(json.dumps({"kind": kind, "row": values}) + "\n")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +56,17 @@ def flink() -> Path:
 
 def flink_fold(python: Path, bootstrap: str, topic: str) -> dict[int, dict[str, Any]]:
     """Flink's changelog of the topic, folded by key: +I/+U upsert the row, -U/-D delete it."""
-    done = subprocess.run(
-        [str(python), str(READER), str(JAR), bootstrap, topic],
-        capture_output=True, text=True, timeout=FLINK_TIMEOUT_S, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-5000:]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "changes.jsonl"
+        done = subprocess.run(
+            [str(python), str(READER), str(JAR), bootstrap, topic, str(out)],
+            capture_output=True, text=True, timeout=FLINK_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-5000:]
+        # Our rows only: Flink's JVM logs to stdout (an ERROR line at times as the job ends).
+        lines = out.read_text("utf-8").splitlines()
     state: dict[int, dict[str, Any]] = {}
-    lines = done.stdout.splitlines()
-    assert lines, done.stderr[-3000:]
+    assert lines, (done.stdout + done.stderr)[-3000:]
     for line in lines:
         change = json.loads(line)
         key = int(change["row"]["id"])
