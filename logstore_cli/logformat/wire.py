@@ -860,9 +860,8 @@ def unfence_metadata(writer: str, last_epoch: int | None) -> str:
     return f'{{"logstore":{{"{UNFENCE_KEY}":{{"writer":{name},"after":{after}}}}}}}'
 
 
-def parse_unfence_metadata(text: str | None) -> tuple[str, int | None] | None:
-    """The writer and its newest epoch (None: none) of an un-fence commit's ``userMetadata``;
-    None when it is not one's."""
+def _logstore_member(text: str | None, key: str) -> dict[str, Any] | None:
+    """The object at ``logstore.<key>`` of a commit's ``userMetadata``; None when there is none."""
     if not text:
         return None
     try:
@@ -870,8 +869,15 @@ def parse_unfence_metadata(text: str | None) -> tuple[str, int | None] | None:
     except WireFormatError:
         return None
     body = parsed.get("logstore") if isinstance(parsed, dict) else None
-    found = body.get(UNFENCE_KEY) if isinstance(body, dict) else None
-    if not isinstance(found, dict):
+    found = body.get(key) if isinstance(body, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def parse_unfence_metadata(text: str | None) -> tuple[str, int | None] | None:
+    """The writer and its newest epoch (None: none) of an un-fence commit's ``userMetadata``;
+    None when it is not one's."""
+    found = _logstore_member(text, UNFENCE_KEY)
+    if found is None:
         return None
     writer, after = found.get("writer"), found.get("after")
     if not isinstance(writer, str) or not writer:
@@ -883,15 +889,8 @@ def parse_unfence_metadata(text: str | None) -> tuple[str, int | None] | None:
 
 def parse_fence_metadata(text: str | None) -> Fence | None:
     """The fence of a commit's ``userMetadata``; None when it is not a fence commit's."""
-    if not text:
-        return None
-    try:
-        parsed = parse_json(text)
-    except WireFormatError:
-        return None
-    body = parsed.get("logstore") if isinstance(parsed, dict) else None
-    fence = body.get(FENCE_KEY) if isinstance(body, dict) else None
-    if not isinstance(fence, dict):
+    fence = _logstore_member(text, FENCE_KEY)
+    if fence is None:
         return None
     token, by, fenced, job = (fence.get(k) for k in ("token", "by", "fenced", "job"))
     if isinstance(token, bool) or not isinstance(token, int) or token < 0:
