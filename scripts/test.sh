@@ -21,4 +21,7 @@ echo "== mypy"
 echo "== pytest"
 # Derandomized Hypothesis unless asked otherwise (tests/hypothesis_profiles.py: ci, dev, thorough).
 # The slowest tests are listed at the end: the suite must stay well inside CI's time.
-HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" .venv/bin/python -m pytest --durations=15 "$@"
+# Two pytest-xdist workers by default (LOGSTORE_TEST_WORKERS=0: one process, e.g. for a debugger);
+# tests/plugins/scheduling.py says how the tests split between them.
+HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}" .venv/bin/python -m pytest --durations=15 \
+  -n "${LOGSTORE_TEST_WORKERS:-2}" --dist loadgroup "$@"

@@ -25,6 +25,7 @@ pytest_plugins = [
     "tests.plugins.s3_server",  # s3_server (session, lazy): versitygw; s3_bucket: one per test
     "tests.plugins.pulsar_standalone",  # pulsar (session, lazy): a Pulsar standalone
     "tests.plugins.hdfs_server",  # hdfs_server (session, lazy): a MiniDFSCluster; hdfs_dir
+    "tests.plugins.scheduling",  # the order of the run and its split over pytest-xdist workers
 ]
 
 TESTS = Path(__file__).parent

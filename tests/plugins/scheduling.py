@@ -1,0 +1,129 @@
+"""How the suite splits over pytest-xdist workers (``scripts/test.sh`` runs two: the tests wait on
+JVMs, brokers and subprocess jobs far more than they compute, so two workers on two cores finish
+the run in a little over half the time).
+
+The unit of work is a *group*: a test module, so that its module-scoped fixtures (a Spark job run
+once for several assertions) start once; modules whose tests use the same lazily started server
+(the three-node Kafka cluster, the Spark standalone cluster, S3, Pulsar, HDFS, the ACL broker), or
+the same machine-wide resource (tmux, the Flink mini cluster), are one group, so that each server
+starts once per run and never on both workers. Groups that run real jobs go first and the unit
+tests last, so that the unit tests fill the gap when one worker finishes its last long group.
+
+A test's xdist id carries its group after ``@`` when the group is not just its module (xdist's
+``loadgroup`` convention); ``GroupScheduling`` reads the group from that suffix, else the module.
+Without xdist (``-n 0`` or no plugin), only the order applies.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+# A fixture a test uses (directly or through another fixture) -> the group of every module using it.
+SERVER_GROUPS = {
+    "kafka_cluster": "kafka-cluster",
+    "spark_standalone": "spark-cluster",
+    "s3_server": "s3",
+    "pulsar": "pulsar",
+    "hdfs_server": "hdfs",
+    "authz_broker": "authz-broker",
+}
+# A marker -> its group: one shared resource of the machine.
+MARKER_GROUPS = {"terminal": "terminal", "flink": "flink"}
+# Markers of the groups that run first: the longest units of work.
+HEAVY_MARKERS = frozenset({"crash", "fault", "stop", "demo", "flink", "terminal", *SERVER_GROUPS})
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _resources(item: pytest.Item) -> set[str]:
+    names = {SERVER_GROUPS[f] for f in getattr(item, "fixturenames", ()) if f in SERVER_GROUPS}
+    names |= {MARKER_GROUPS[m.name] for m in item.iter_markers() if m.name in MARKER_GROUPS}
+    return names
+
+
+def _heavy(item: pytest.Item) -> bool:
+    if any(m.name in HEAVY_MARKERS for m in item.iter_markers()):
+        return True
+    return any(f in SERVER_GROUPS for f in getattr(item, "fixturenames", ()))
+
+
+def module_groups(items: Iterable[pytest.Item]) -> dict[str, str]:
+    """Each module -> its group: modules sharing a resource joined (union-find over modules)."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    for item in items:
+        module = _module(item)
+        find(module)
+        for resource in _resources(item):
+            union(module, "@" + resource)  # '@' sorts first: a resource names its group
+    groups: dict[str, list[str]] = defaultdict(list)
+    for node in list(parent):
+        groups[find(node)].append(node)
+    named: dict[str, str] = {}
+    for members in groups.values():
+        resources = sorted(m[1:] for m in members if m.startswith("@"))
+        name = "+".join(resources)
+        for member in members:
+            if not member.startswith("@"):
+                named[member] = name or member
+    return named
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups = module_groups(items)
+    heavy: set[str] = set()
+    unit = Path(str(config.rootpath)) / "tests" / "unit"
+    tier: dict[str, int] = {}
+    for item in items:
+        group = groups[_module(item)]
+        if _heavy(item):
+            heavy.add(group)
+        is_unit = unit in Path(str(item.path)).parents
+        tier[group] = min(tier.get(group, 2), 2 if is_unit else 1)
+        if group != _module(item):
+            item.add_marker(pytest.mark.xdist_group(group))
+    for group in heavy:
+        tier[group] = 0
+    first_seen = {g: i for i, g in reversed(list(enumerate(groups[_module(t)] for t in items)))}
+    # A stable sort: a group's tests together, in their own order.
+    items.sort(key=lambda t: (tier[groups[_module(t)]], first_seen[groups[_module(t)]]))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class GroupScheduling(LoadGroupScheduling):  # type: ignore[misc]
+        """xdist's loadgroup, with ungrouped tests grouped by module (not one unit per test),
+        and the collection's order kept (the order above, not the largest group first)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.rfind("@") > nodeid.rfind("]"):
+                return nodeid.rsplit("@", 1)[-1]
+            return nodeid.split("::", 1)[0]
+
+    config.option.loadscopereorder = False
+    return GroupScheduling(config, log)
