@@ -773,14 +773,14 @@ def _topic_change(
         )  # fmt: skip
     if old_log is None or renamed:
         records = _records(topics.start_offsets(new), topics.end_offsets(new))
-        if records and not adopt_topic:
+        if records and adopt_topic:
             _check_adoptable(new, records)
+        if records and not adopt_topic:
             raise _holds_records(new.topic, records, stored.ref.name, new.system_title)
     if partitions < info.partitions:
         raise TableConflictError(
             f"topic '{new.topic}' has {info.partitions} partitions; {new.system_title} cannot "
-            "reduce them "
-            f"to {partitions}",
+            f"reduce them to {partitions}",
             hint="set log.system.partitions to at least the current count",
         )
     if replication is not None and replication != info.replication:

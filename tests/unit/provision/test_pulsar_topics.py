@@ -11,9 +11,16 @@ from typing import Any, cast
 
 import pytest
 
+from logstore_cli.catalog import warehouse as wh
+from logstore_cli.catalog.tables import StoredTable, spec_from_delta
 from logstore_cli.config import PulsarConfig
 from logstore_cli.ddl import ParseOptions, parse_ddl
-from logstore_cli.errors import BrokerError, InvalidInputError, TopicExistsError
+from logstore_cli.errors import (
+    BrokerError,
+    InvalidInputError,
+    TableConflictError,
+    TopicExistsError,
+)
 from logstore_cli.kafka.types import TopicInfo
 from logstore_cli.model import LogStoreSpec, TableSpec
 from logstore_cli.provision import service
@@ -254,3 +261,33 @@ def test_close_closes_the_stores_that_were_built() -> None:
 
     TopicStoreBySystem(Closing(), lambda: MemTopics()).close()
     assert closed == ["kafka"]
+
+
+def test_a_pulsar_topic_holding_messages_is_never_adopted(
+    by_system: tuple[Stores, MemTopics, MemTopics, list[int]],
+) -> None:
+    stores, _, pulsar, _ = by_system
+    pulsar.topics[FULL] = TopicInfo(FULL, 1, 1, {})
+    pulsar.offsets[FULL] = {0: 3}  # messages held (PulsarTopicStore.end_offsets)
+    with pytest.raises(TableConflictError, match=r"Pulsar topic .* holds 3 records"):
+        service.create_tables([pulsar_table()], WH, stores)
+    with pytest.raises(InvalidInputError, match=r"--adopt-topic cannot take Pulsar topic"):
+        service.create_tables([pulsar_table()], WH, stores, adopt_topic=True)
+    assert isinstance(stores.delta, MemDelta) and stores.delta.states == {}
+
+    # Turning the log store on over the same topic, by alter-table: the same two answers.
+    plain = table("CREATE TABLE db.orders (id BIGINT, PRIMARY KEY (id) NOT ENFORCED);")
+    service.create_tables([plain], WH, stores)
+    ref = wh.TableRef("db", "orders", WH / "db" / "orders")
+    state = stores.delta.states[ref.path]
+    stored = StoredTable(ref, state, spec_from_delta(ref, state, None))
+    turn_on = {
+        "log-store.enabled": "true",
+        "log-store.type": "pulsar",
+        "log-store.address": "pulsar://127.0.0.1:6650",
+        "log-store.topic": "orders",
+    }
+    with pytest.raises(TableConflictError, match=r"Pulsar topic .* holds 3 records"):
+        service.alter_table(stored, stores, turn_on, [], warehouse=WH)
+    with pytest.raises(InvalidInputError, match="issue 23"):
+        service.alter_table(stored, stores, turn_on, [], warehouse=WH, adopt_topic=True)
