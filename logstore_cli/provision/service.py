@@ -131,10 +131,13 @@ _ALTER_BREAKS = (
 
 
 def same_cluster(a: str, b: str) -> bool:
-    """Whether two bootstrap lists name the same cluster (they share a broker address)."""
+    """Whether two bootstrap lists (or Pulsar service URLs) name the same cluster: they share a
+    broker address."""
 
     def brokers(address: str) -> set[str]:
-        return {part.strip().lower() for part in address.split(",") if part.strip()}
+        # 'pulsar://a:6650,b:6650': the scheme is written once, before the first host.
+        parts = address.strip().lower().removeprefix("pulsar://").split(",")
+        return {part.strip() for part in parts if part.strip()}
 
     return bool(brokers(a) & brokers(b))
 

@@ -291,3 +291,12 @@ def test_a_pulsar_topic_holding_messages_is_never_adopted(
         service.alter_table(stored, stores, turn_on, [], warehouse=WH)
     with pytest.raises(InvalidInputError, match="issue 23"):
         service.alter_table(stored, stores, turn_on, [], warehouse=WH, adopt_topic=True)
+
+
+def test_two_service_urls_of_one_pulsar_are_the_same_cluster() -> None:
+    # The scheme is written once: the same hosts in another order are still one cluster, so a
+    # second table on its topic is refused.
+    assert service.same_cluster("pulsar://a:6650,b:6650", "pulsar://b:6650,a:6650")
+    assert service.same_cluster("pulsar://a:6650", "pulsar://c:6650,A:6650")
+    assert not service.same_cluster("pulsar://a:6650", "pulsar://b:6650")
+    assert service.same_cluster("k1:9092,k2:9092", "k2:9092")  # Kafka as before
