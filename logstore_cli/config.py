@@ -50,6 +50,15 @@ class KafkaConfig:
 
 
 @dataclass(frozen=True)
+class PulsarConfig:
+    """The ``[pulsar]`` section: where Pulsar's admin REST API is (issue 23)."""
+
+    # None: the local standalone's ('logstore pulsar start') for its service URL, else
+    # http://<first host of log-store.address>:8080 (Pulsar's default web port).
+    admin_url: str | None = None
+
+
+@dataclass(frozen=True)
 class SparkConfig:
     """The ``[spark]`` section: the master and Spark properties."""
 
@@ -63,6 +72,7 @@ class Config:
 
     warehouse: str = "./warehouse"
     kafka: KafkaConfig = field(default_factory=KafkaConfig)
+    pulsar: PulsarConfig = field(default_factory=PulsarConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     source: str | None = None  # the file it was read from, for messages
 
@@ -177,6 +187,19 @@ def _warehouse(value: object) -> str:
             f"and HDFS are not supported for the warehouse today; see {STORAGE_DOC})",
             repr(_without_userinfo(text)),
         ) from exc
+
+
+def _admin_url(value: object) -> str:
+    """``http(s)://host[:port]``: the admin API's root (no path, no credentials)."""
+    text = _text(value)
+    if not re.fullmatch(
+        r"https?://[A-Za-z0-9._\-]+(:\d{1,5})?/?|https?://\[[0-9A-Fa-f:.]+\](:\d{1,5})?/?", text
+    ):
+        raise _Invalid(
+            "an admin URL http://host:port or https://host:port (no path)",
+            repr(_without_userinfo(text)),
+        )
+    return text.rstrip("/")
 
 
 def _seconds(value: object) -> float:
@@ -299,6 +322,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Kafka client properties for every table (secrets go here, or in the environment: "
         "LOGSTORE_KAFKA_CLIENT_SASL_PASSWORD sets sasl.password).",
         Uses.KAFKA, env_prefix="LOGSTORE_KAFKA_CLIENT_",
+    ),
+    Setting(
+        "pulsar.admin_url", _admin_url,
+        "Pulsar admin REST API for tables with 'log-store.type' = 'pulsar'.",
+        Uses.KAFKA, env="LOGSTORE_PULSAR_ADMIN_URL", flag="--pulsar-admin-url", metavar="<url>",
+        example="http://127.0.0.1:8080",
+        default_help="the local standalone's ('logstore pulsar start') for its service URL, "
+        "else http://<first host of log-store.address>:8080",
     ),
     Setting(
         "spark.master", _text, "Spark master (local[*], spark://…, yarn, k8s://…).",

@@ -329,6 +329,11 @@ class LogStoreSpec:
         object.__setattr__(self, "startup_mode", StartupMode(self.startup_mode))
         object.__setattr__(self, "client_properties", FrozenMap(self.client_properties))
 
+    @property
+    def system_title(self) -> str:
+        """The log system as messages name it: ``Kafka``, ``Pulsar``."""
+        return self.system.capitalize()
+
     def to_json(self) -> dict[str, Any]:
         return {
             "enabled": True,

@@ -5,11 +5,15 @@ name: only letters, digits, ``_`` and ``-`` (starting with a letter, digit or ``
 which rules out path separators, ``.``/``..``, control characters and every other way out of the
 warehouse. A third, leading part is a Flink/Spark catalog name: it is recorded, never part of the
 path. Pure: no I/O.
+
+Pulsar topic names (``PulsarTopicName``) live here too: the DDL checks Amoro's ``log-store.topic``
+with the same rule the admin client (``pulsar/admin.py``) puts in its URL paths.
 """
 
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -128,3 +132,65 @@ def table_name_from_parts(parts: list[str], *, shown: str | None = None) -> Tabl
 def parse_table_name(text: str) -> TableName:
     """Parse a table name as typed on the command line: ``[[catalog.]database.]table``."""
     return table_name_from_parts(split_parts(text.strip()), shown=text.strip())
+
+
+# Pulsar's own rule for tenant, namespace and topic names (NamedEntity: [-=:.\w]), without ':'
+# (it reads as a port or a scheme in messages) and never '.' or '..' alone.
+_PULSAR_SEGMENT = re.compile(r"[A-Za-z0-9_=.\-]{1,128}")
+PULSAR_PARTITION_SUFFIX = "-partition-"
+PULSAR_DEFAULT_NAMESPACE = ("public", "default")
+
+
+@dataclass(frozen=True)
+class PulsarTopicName:
+    """``persistent://tenant/namespace/topic``, each part checked (it is put in URL paths)."""
+
+    tenant: str
+    namespace: str
+    topic: str
+
+    def __str__(self) -> str:
+        return f"persistent://{self.tenant}/{self.namespace}/{self.topic}"
+
+    def partition(self, index: int) -> str:
+        return f"{self}{PULSAR_PARTITION_SUFFIX}{index}"
+
+    @property
+    def path(self) -> str:
+        """The topic's path in the admin API (``/admin/v2/persistent/…``)."""
+        quote = urllib.parse.quote
+        return (
+            f"/admin/v2/persistent/{quote(self.tenant)}/{quote(self.namespace)}/{quote(self.topic)}"
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> PulsarTopicName:
+        """A full name, or a short one (``orders``: ``public/default``, as Pulsar's clients read
+        it); only persistent topics (a log must survive a broker restart)."""
+        rest = text
+        if "://" in text:
+            scheme, rest = text.split("://", 1)
+            if scheme != "persistent":
+                raise InvalidInputError(
+                    f"Pulsar topic {text!r} is not persistent",
+                    hint="a log must survive a restart: use persistent://tenant/namespace/topic",
+                )
+        parts = rest.split("/")
+        if len(parts) == 1:
+            parts = [*PULSAR_DEFAULT_NAMESPACE, parts[0]]
+        if len(parts) != 3 or not all(_pulsar_segment(p) for p in parts):
+            raise InvalidInputError(
+                f"invalid Pulsar topic name {text!r}",
+                hint="persistent://tenant/namespace/topic, or a topic alone (public/default); each "
+                "part letters, digits and _ = . - (not '.' or '..' alone)",
+            )
+        if PULSAR_PARTITION_SUFFIX in parts[2]:
+            raise InvalidInputError(
+                f"Pulsar topic {text!r} names one partition of a topic",
+                hint=f"name the partitioned topic itself, without '{PULSAR_PARTITION_SUFFIX}N'",
+            )
+        return cls(parts[0], parts[1], parts[2])
+
+
+def _pulsar_segment(part: str) -> bool:
+    return bool(_PULSAR_SEGMENT.fullmatch(part)) and part not in (".", "..")

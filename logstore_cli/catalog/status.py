@@ -40,7 +40,7 @@ from logstore_cli.catalog.epochs import commit_info, commit_versions
 from logstore_cli.catalog.lease import LeaseInfo, local_holder_dead, local_time, read_lease
 from logstore_cli.catalog.outside import uncarried
 from logstore_cli.catalog.tables import TopicReader, spec_from_delta, topic_status
-from logstore_cli.errors import LogstoreError
+from logstore_cli.errors import LogstoreError, LogSystemNotSupportedError
 from logstore_cli.ingest.outside import OutsideCommit
 from logstore_cli.ingest.plan import STATE_DIR
 from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
@@ -315,6 +315,10 @@ def table_status(
     except LogstoreError as exc:
         log = LogStatus(None, (), asked=False, error=f"the table's log store: {exc.message}")
     else:
+        if log_store is not None and log_store.system == "pulsar" and topics is not None:
+            raise LogSystemNotSupportedError(
+                ref.name, "status's log tail and lag", "status --no-topic shows the rest"
+            )
         if log_store is not None:
             committed = ordered[0].offsets if ordered else {}
             log = _log_status(log_store, committed, topics)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from logstore_cli.catalog.tables import StoredTable, StoredTableOn
-    from logstore_cli.provision.kafka_topics import KafkaTopicStore
+    from logstore_cli.provision.pulsar_topics import TopicStoreBySystem
     from logstore_cli.provision.service import Stores
     from logstore_cli.storage import Storage
     from logstore_cli.storage.s3 import S3Settings
@@ -110,12 +110,37 @@ def make_context(overrides: cfg.Overrides) -> Context:
     return Context(cfg.load(overrides.config_path, os.environ, overrides.flags))
 
 
-@contextmanager
-def open_topics(ctx: Context) -> Iterator[KafkaTopicStore]:
-    """The Kafka topic store alone (a warehouse on object storage has no ``DeltaStore``)."""
+def topic_stores(ctx: Context) -> TopicStoreBySystem:
+    """Kafka's topic store, and Pulsar's (built on a Pulsar table's first call), by log system."""
     from logstore_cli.provision.kafka_topics import KafkaTopicStore
+    from logstore_cli.provision.pulsar_topics import PulsarTopicStore, TopicStoreBySystem
 
-    topics = KafkaTopicStore(ctx.config.kafka)
+    def pulsar() -> PulsarTopicStore:
+        return PulsarTopicStore(
+            ctx.config.pulsar, timeout_s=ctx.config.kafka.timeout_s, local=_local_pulsar
+        )
+
+    return TopicStoreBySystem(KafkaTopicStore(ctx.config.kafka), pulsar)
+
+
+def _local_pulsar() -> tuple[str, str] | None:
+    """(service URL, admin URL) of the local standalone's last start ('logstore pulsar start'):
+    a restart keeps its ports, so a stopped one still names where it will be."""
+    from logstore_cli.errors import LogstoreError
+    from logstore_cli.paths import state_home
+    from logstore_cli.pulsar import local_standalone
+
+    try:
+        info = local_standalone.read_state(state_home())
+    except LogstoreError:
+        return None
+    return (info.service_url, info.web_url) if info is not None else None
+
+
+@contextmanager
+def open_topics(ctx: Context) -> Iterator[TopicStoreBySystem]:
+    """The topic stores alone (a warehouse on object storage has no ``DeltaStore``)."""
+    topics = topic_stores(ctx)
     try:
         yield topics
     finally:
@@ -127,7 +152,6 @@ def open_stores(ctx: Context) -> Iterator[Stores]:
     """The real Delta (Spark started on the first write only) and Kafka stores; closed on exit."""
     from logstore_cli.provision.delta_log import SPARK_DEFAULTS_PREFIX, DeltaLogStore
     from logstore_cli.provision.delta_spark import SparkDeltaStore
-    from logstore_cli.provision.kafka_topics import KafkaTopicStore
     from logstore_cli.provision.service import Stores
 
     def session() -> SparkSession:
@@ -143,7 +167,7 @@ def open_stores(ctx: Context) -> Iterator[Stores]:
     delta = DeltaLogStore(
         ctx.warehouse, SparkDeltaStore(ctx.warehouse, session), spark_defaults=defaults
     )
-    topics = KafkaTopicStore(ctx.config.kafka)
+    topics = topic_stores(ctx)
     try:
         yield Stores(delta, topics)
     finally:

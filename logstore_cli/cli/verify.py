@@ -20,7 +20,7 @@ from logstore_cli.cli.context import make_context
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, key_value_table, simple_table, text
 from logstore_cli.config import Overrides, Uses
-from logstore_cli.errors import EXIT_FAILURE, InvalidInputError
+from logstore_cli.errors import EXIT_FAILURE, InvalidInputError, LogSystemNotSupportedError
 
 _TITLES = {
     "missing": "Missing from the log (Delta holds them)",
@@ -58,6 +58,10 @@ def verify(
         raise InvalidInputError(
             f"table {stored.ref.name} has no log store to verify",
             hint="verify compares a table's log with its Delta table; this one writes Delta only",
+        )
+    if log.system == "pulsar":
+        raise LogSystemNotSupportedError(
+            stored.ref.name, "verify", "read its Delta table with 'read --mode file'"
         )
     client = dict(ctx.config.kafka.client)
     client.update(log.client_properties)

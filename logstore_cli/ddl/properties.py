@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from logstore_cli.ddl import delta_properties, registry
 from logstore_cli.ddl.options import BOOTSTRAP_SERVERS_ENV, ParseOptions
-from logstore_cli.errors import DDLError, Diagnostic
+from logstore_cli.errors import DDLError, Diagnostic, InvalidInputError
 from logstore_cli.model import (
     DEFAULT_PARTITIONS,
     ChangelogMode,
@@ -33,11 +33,45 @@ from logstore_cli.model import (
     redact,
 )
 
-__all__ = ["Problem", "check_properties", "redact", "resolve_log_store"]
+__all__ = [
+    "PULSAR_TOPIC_CONFIGS",
+    "Problem",
+    "check_properties",
+    "pulsar_retention",
+    "redact",
+    "resolve_log_store",
+]
 
 ELLIPSES = ("...", "…")
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _BROKER = re.compile(r"(?:[A-Za-z][A-Za-z0-9_]*://)?(\[[0-9A-Fa-f:.]+\]|[^\s:/,\[\]]+):(\d{1,5})")
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/,\[\]@]+):(\d{1,5})")
+PULSAR_SCHEME = "pulsar://"
+
+# The topic configs a Pulsar topic takes (``log.topic.<config>``): its retention policy, in
+# Kafka's units; Pulsar keeps whole minutes and whole MiB. Unset: Kafka's own defaults (7 days,
+# no size limit), set explicitly, since Pulsar's default deletes what no subscription holds.
+PULSAR_TOPIC_CONFIGS = ("retention.ms", "retention.bytes")
+DEFAULT_PULSAR_RETENTION_MINUTES = 7 * 24 * 60
+_MINUTE_MS, _MIB = 60_000, 1024 * 1024
+
+
+def pulsar_retention(configs: Mapping[str, str]) -> tuple[int, int]:
+    """``(retentionTimeInMinutes, retentionSizeInMB)`` of a Pulsar topic from its ``log.topic.*``
+    configs (checked by ``check_properties``: -1, or whole minutes / MiB)."""
+    ms = int(configs.get("retention.ms", DEFAULT_PULSAR_RETENTION_MINUTES * _MINUTE_MS))
+    size = int(configs.get("retention.bytes", -1))
+    return (-1 if ms < 0 else ms // _MINUTE_MS), (-1 if size < 0 else size // _MIB)
+
+
+def pulsar_retention_configs(minutes: int | None, mb: int | None) -> dict[str, str]:
+    """The ``log.topic.*`` configs a Pulsar retention policy stands for (None: no policy part)."""
+    out: dict[str, str] = {}
+    if minutes is not None:
+        out["retention.ms"] = str(-1 if minutes < 0 else minutes * _MINUTE_MS)
+    if mb is not None:
+        out["retention.bytes"] = str(-1 if mb < 0 else mb * _MIB)
+    return out
 
 
 @dataclass(frozen=True)
@@ -247,15 +281,24 @@ class _Checker:
 
         paimon = "log.system" in self.settings
         switch = enabled[1].key
-        resolved_address = self.resolve_address(address, switch, paimon)
-        resolved_topic = self.resolve_topic(topic, switch, paimon)
+        found = self.agree(
+            ("log-store.type", _same), ("log.system", lambda v: None if v == "none" else v)
+        )
+        system = found[0] if found else "kafka"
+        if system == "pulsar":
+            resolved_address = self.resolve_pulsar_address(address, switch)
+            resolved_topic = self.resolve_pulsar_topic(topic, switch)
+            self.check_pulsar()
+        else:
+            resolved_address = self.resolve_address(address, switch, paimon)
+            resolved_topic = self.resolve_topic(topic, switch, paimon)
         if self.failed or resolved_address is None or resolved_topic is None:
             return None
         vocabulary_default = "log.format" if paimon else "log-store.data-format"
         partitions = self.settings.get("log.system.partitions")
         replication = self.settings.get("log.system.replication")
         return LogStoreSpec(
-            system="kafka",
+            system=system,
             address=resolved_address,
             topic=resolved_topic,
             consistency=Consistency(
@@ -325,6 +368,14 @@ class _Checker:
             where, at = f"the default broker address ({BOOTSTRAP_SERVERS_ENV})", None
         else:
             value, where, at = address[0], f"'{address[1].key}'", address[1].key
+        if value.strip().lower().startswith(("pulsar://", "pulsar+ssl://")):
+            self.problem(
+                f"'{value[:80]}' in {where} is a Pulsar service URL, but the log store is Kafka; "
+                "for Pulsar add 'log-store.type' = 'pulsar', for Kafka give host:port[,host:port…]",
+                at,
+                True,
+            )
+            return None
         brokers = [b.strip() for b in value.split(",")]
         bad = [b for b in brokers if not _valid_broker(b)]
         if bad:
@@ -344,6 +395,107 @@ class _Checker:
                 True,
             )
         return value
+
+    def resolve_pulsar_address(
+        self, address: tuple[str, _Setting] | None, switch: str
+    ) -> str | None:
+        """``pulsar://host:port[,host:port…]``, required: a Kafka default never stands for it."""
+        if address is None and "log-store.address" in self.unusable:
+            return None
+        if address is None:
+            self.problem(
+                f"the log store is on ('{switch}', 'log-store.type' = 'pulsar') but no Pulsar "
+                "service URL is set; add 'log-store.address' = 'pulsar://host:6650'",
+                switch,
+            )
+            return None
+        value, setting = address
+        text = value.strip()
+        rest = text[len(PULSAR_SCHEME) :] if text.startswith(PULSAR_SCHEME) else None
+        hosts = [h.strip() for h in rest.split(",")] if rest is not None else []
+        bad = rest is None or not all(
+            (m := _HOST_PORT.fullmatch(h)) is not None and 0 < int(m.group(2)) < 65536
+            for h in hosts
+        )
+        if bad:
+            self.problem(
+                f"invalid Pulsar service URL '{value[:80]}' in '{setting.key}': expected "
+                "pulsar://host:port[,host:port…] (e.g. pulsar://127.0.0.1:6650; TLS "
+                "'pulsar+ssl://' is not supported yet)",
+                setting.key,
+                True,
+            )
+            return None
+        return PULSAR_SCHEME + ",".join(hosts)
+
+    def resolve_pulsar_topic(self, topic: tuple[str, _Setting] | None, switch: str) -> str | None:
+        """The full topic name (``persistent://tenant/namespace/topic``) of a short or full one."""
+        if topic is None and self.unusable & {"log-store.topic", "kafka.topic"}:
+            return None
+        if topic is None:
+            self.problem(
+                f"the log store is on ('{switch}') but no topic is set; add "
+                "'log-store.topic' = '<topic>' (the topic has no default)",
+                switch,
+            )
+            return None
+        value, setting = topic
+        from logstore_cli.names import PulsarTopicName  # only for Pulsar tables (start-up cost)
+
+        try:
+            return str(PulsarTopicName.parse(value.strip()))
+        except InvalidInputError as exc:
+            self.problem(f"{exc.message} in '{setting.key}'; {exc.hint}", setting.key, True)
+            return None
+
+    def check_pulsar(self) -> None:
+        """What a Pulsar log store cannot take: Kafka's replication, and topic configs other than
+        its retention (Pulsar's replicas are the namespace's persistence policy)."""
+        replication = self.settings.get("log.system.replication")
+        if replication is not None:
+            self.problem(
+                f"'{replication.key}' does not apply to a Pulsar log store: a Pulsar topic's "
+                "replicas are its namespace's persistence policy (ensemble and quorums); remove it",
+                replication.key,
+            )
+        if "kafka.bootstrap.servers" in self.settings or "kafka.topic" in self.settings:
+            kafka = self.settings.get("kafka.bootstrap.servers") or self.settings["kafka.topic"]
+            self.problem(
+                f"'{kafka.key}' is a Kafka setting, but the log store is Pulsar ('log-store.type' "
+                "= 'pulsar'); use 'log-store.address' and 'log-store.topic'",
+                kafka.key,
+            )
+        for key, value in self.props.items():
+            if not key.startswith(registry.TOPIC_CONFIG_PREFIX):
+                continue
+            config = key[len(registry.TOPIC_CONFIG_PREFIX) :]
+            if config not in PULSAR_TOPIC_CONFIGS:
+                self.problem(
+                    f"'{key}' is a Kafka topic config; a Pulsar topic takes only "
+                    + " and ".join(
+                        f"'{registry.TOPIC_CONFIG_PREFIX}{c}'" for c in PULSAR_TOPIC_CONFIGS
+                    ),
+                    key,
+                )
+                continue
+            unit, name = (_MINUTE_MS, "minutes") if config == "retention.ms" else (_MIB, "MiB")
+            text = value.strip()
+            number = int(text) if re.fullmatch(r"-?\d{1,18}", text) else None
+            if number is None or not (number == -1 or (number >= 0 and number % unit == 0)):
+                self.problem(
+                    f"invalid value '{value[:40]}' for '{key}' on Pulsar: expected -1 (no "
+                    f"limit) or a whole number of {name} ({unit}, {2 * unit}, …), as Pulsar "
+                    "keeps retention in those units",
+                    key,
+                    True,
+                )
+        for name, setting in self.client.items():
+            self.problem(
+                f"'{setting.key}' is a Kafka client setting; a Pulsar log store does not use it "
+                f"('{name}' is ignored)",
+                setting.key,
+                severity="warning",
+            )
 
     def resolve_topic(
         self, topic: tuple[str, _Setting] | None, switch: str, paimon: bool

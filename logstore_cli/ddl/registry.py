@@ -61,6 +61,7 @@ class PropertyDef:
     aliases: tuple[str, ...] = ()  # older names accepted for the same property
     minimum: int | None = None  # INT lower bound
     unsupported: tuple[str, ...] = ()  # values the source system has that logstore does not
+    unsupported_hint: str = ""  # what to write instead of an unsupported value
 
     @property
     def prefix(self) -> str:
@@ -109,23 +110,25 @@ REGISTRY: tuple[PropertyDef, ...] = (
         "log-store.type",
         PropType.ENUM,
         _A,
-        "Log system. Amoro also offers `pulsar`; logstore writes to Kafka only.",
+        "Log system: `kafka`, or `pulsar` (Apache Pulsar; so far create-table, describe, "
+        "alter-table and drop-table provision its partitioned topic, issue 23).",
         default="kafka",
-        allowed=("kafka",),
-        unsupported=("pulsar",),
+        allowed=("kafka", "pulsar"),
     ),
     PropertyDef(
         "log-store.address",
         PropType.STRING,
         _A,
-        "Kafka bootstrap servers, `host:port[,host:port…]`. When no DDL gives one, the default "
-        "broker address ($LOGSTORE_KAFKA_BOOTSTRAP_SERVERS) is used; without it, an error.",
+        "Kafka bootstrap servers, `host:port[,host:port…]`; for `pulsar` the service URL "
+        "`pulsar://host:6650[,host2:6650…]` (required). When no DDL gives a Kafka address, the "
+        "default broker address ($LOGSTORE_KAFKA_BOOTSTRAP_SERVERS) is used; without it, an error.",
     ),
     PropertyDef(
         "log-store.topic",
         PropType.STRING,
         _A,
-        "Kafka topic of the log store. Required when the log store is on (no default).",
+        "Topic of the log store. Required when the log store is on (no default). For `pulsar`: "
+        "`persistent://tenant/namespace/topic`, or a name alone (in `public/default`).",
     ),
     PropertyDef(
         "log-store.data-format",
@@ -208,9 +211,13 @@ REGISTRY: tuple[PropertyDef, ...] = (
         "log.system",
         PropType.ENUM,
         _P,
-        "Log system: `kafka` turns the log store on, `none` leaves it off.",
+        "Log system: `kafka` turns the log store on, `none` leaves it off (Paimon's log is "
+        "Kafka only; for Pulsar use Amoro's `log-store.type`).",
         default="none",
         allowed=("none", "kafka"),
+        unsupported=("pulsar",),
+        unsupported_hint="for a Pulsar log write Amoro's 'log-store.enabled' = 'true' and "
+        "'log-store.type' = 'pulsar'",
     ),
     PropertyDef(
         "kafka.bootstrap.servers",
@@ -322,7 +329,9 @@ REGISTRY: tuple[PropertyDef, ...] = (
         PropType.PASSTHROUGH,
         Vocabulary.LOGSTORE,
         "Kafka topic config of the table's topic (set by create-table, changed by alter-table), prefix stripped "
-        "(`log.topic.retention.ms`).",
+        "(`log.topic.retention.ms`). A Pulsar topic takes `retention.ms` (-1 or whole minutes) "
+        "and `retention.bytes` (-1 or whole MiB), set as the topic's retention policy; unset: "
+        "7 days and no size limit (Kafka's defaults).",
     ),
 )
 
@@ -423,10 +432,11 @@ def normalize(defn: PropertyDef, value: str) -> str | None:
 def invalid_value_message(defn: PropertyDef, value: str, written_key: str) -> str:
     shown = value if len(value) <= 60 else value[:57] + "…"
     if value.lower() in defn.unsupported:
-        return (
+        text = (
             f"'{written_key}' = '{shown}' is not supported by logstore; "
             f"valid values: {', '.join(defn.allowed)}"
         )
+        return f"{text}; {defn.unsupported_hint}" if defn.unsupported_hint else text
     if defn.type is PropType.INT:
         bound = f" ≥ {defn.minimum}" if defn.minimum is not None else ""
         return f"invalid value '{shown}' for '{written_key}': expected a whole number{bound}"

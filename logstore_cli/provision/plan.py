@@ -192,7 +192,7 @@ def check_plan(plan: TablePlan, *, if_not_exists: bool) -> None:
     log = plan.spec.log_store
     if plan.topic_users and log is not None:
         raise TopicInUseError(
-            f"table '{plan.spec.name}': Kafka topic '{log.topic}' is the log of table "
+            f"table '{plan.spec.name}': {log.system_title} topic '{log.topic}' is the log of table "
             + ", ".join(f"'{u}'" for u in plan.topic_users),
             hint="a topic belongs to one table: choose another topic name (log-store.topic / "
             "kafka.topic), or drop the other table first",
@@ -203,13 +203,18 @@ def check_plan(plan: TablePlan, *, if_not_exists: bool) -> None:
             # Only the topic differs and no table uses it: an interrupted create-table, or a topic
             # someone else made.
             raise TableConflictError(
-                f"table '{plan.spec.name}': Kafka topic '{log.topic}' already exists at "
-                f"{log.address}, is used by no table of the warehouse, and differs from the "
-                "definition",
+                f"table '{plan.spec.name}': {log.system_title} topic '{log.topic}' already "
+                f"exists at {log.address}, is used by no table of the warehouse, and differs "
+                "from the definition",
                 detail=detail,
-                hint="change the DDL to match it, or delete the topic (kafka-topics.sh "
-                f"--bootstrap-server {log.address} --delete --topic {log.topic}) and run this "
-                "command again",
+                hint="change the DDL to match it, or delete the topic ("
+                + (
+                    f"pulsar-admin topics delete-partitioned-topic -f {log.topic}"
+                    if log.system == "pulsar"
+                    else f"kafka-topics.sh --bootstrap-server {log.address} --delete --topic "
+                    f"{log.topic}"
+                )
+                + ") and run this command again",
             )
         raise TableConflictError(
             f"table '{plan.spec.name}' already exists and differs from the definition",
@@ -219,7 +224,8 @@ def check_plan(plan: TablePlan, *, if_not_exists: bool) -> None:
     if plan.adopts_topic and not plan.adopt_topic and log is not None:
         n = plan.topic_records
         raise TableConflictError(
-            f"table '{plan.spec.name}': Kafka topic '{log.topic}' already exists and holds {n} "
+            f"table '{plan.spec.name}': {log.system_title} topic '{log.topic}' already exists "
+            f"and holds {n} "
             f"record{'s' if n != 1 else ''}",
             hint="choose a new topic name, or pass --adopt-topic to make it the table's log "
             "anyway (readers of the table start after the records it holds now)",

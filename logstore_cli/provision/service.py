@@ -131,10 +131,13 @@ _ALTER_BREAKS = (
 
 
 def same_cluster(a: str, b: str) -> bool:
-    """Whether two bootstrap lists name the same cluster (they share a broker address)."""
+    """Whether two bootstrap lists (or Pulsar service URLs) name the same cluster: they share a
+    broker address."""
 
     def brokers(address: str) -> set[str]:
-        return {part.strip().lower() for part in address.split(",") if part.strip()}
+        # 'pulsar://a:6650,b:6650': the scheme is written once, before the first host.
+        parts = address.strip().lower().removeprefix("pulsar://").split(",")
+        return {part.strip() for part in parts if part.strip()}
 
     return bool(brokers(a) & brokers(b))
 
@@ -189,13 +192,26 @@ class TopicOwners:
         ]
 
 
-def _in_use_error(topic: str, users: Sequence[str], doing: str) -> TopicInUseError:
+def _in_use_error(
+    topic: str, users: Sequence[str], doing: str, system: str = "Kafka"
+) -> TopicInUseError:
     return TopicInUseError(
-        f"cannot {doing}: Kafka topic '{topic}' is the log of table "
+        f"cannot {doing}: {system} topic '{topic}' is the log of table "
         + ", ".join(f"'{u}'" for u in users),
         hint="a topic belongs to one table: choose another topic name (log-store.topic / "
         "kafka.topic), or drop or alter the other table first",
     )
+
+
+def _check_adoptable(log_spec: LogStoreSpec, records: int) -> None:
+    """An adopted topic's readers start after the offsets it holds at adoption: Pulsar's message
+    ids are no offsets, and nothing reads a Pulsar log yet (issue 23)."""
+    if records and log_spec.system == "pulsar":
+        raise InvalidInputError(
+            f"--adopt-topic cannot take Pulsar topic '{log_spec.topic}', which holds {records} "
+            "message(s): adopting is for Kafka topics only so far (issue 23)",
+            hint="choose a new topic name, or empty the topic first",
+        )
 
 
 def _records(start: Mapping[int, int], end: Mapping[int, int]) -> int:
@@ -255,13 +271,18 @@ def plan_specs(
         records, end = 0, {}
         if log_spec is not None:
             if log_spec.topic in topics_seen:
-                raise _in_use_error(log_spec.topic, [topics_seen[log_spec.topic]], "create it")
+                raise _in_use_error(
+                    log_spec.topic, [topics_seen[log_spec.topic]], "create it",
+                    log_spec.system_title,
+                )  # fmt: skip
             topics_seen[log_spec.topic] = spec.name
             topic = topics.describe(log_spec)
             users = owners.users(log_spec, exclude=name.qualified)
             if topic is not None:
                 end = topics.end_offsets(log_spec)
                 records = _records(topics.start_offsets(log_spec), end)
+                if adopt_topic:
+                    _check_adoptable(log_spec, records)
         plans.append(
             plan_table(
                 spec, path, existing, topic,
@@ -735,7 +756,9 @@ def _topic_change(
     if old_log is None or renamed:
         users = owners.users(new, exclude=stored.ref.name)
         if users:
-            raise _in_use_error(new.topic, users, f"make it the log of '{stored.ref.name}'")
+            raise _in_use_error(
+                new.topic, users, f"make it the log of '{stored.ref.name}'", new.system_title
+            )
     old_action = None
     if renamed and old_log is not None:
         old_action = "keep"
@@ -753,12 +776,14 @@ def _topic_change(
         )  # fmt: skip
     if old_log is None or renamed:
         records = _records(topics.start_offsets(new), topics.end_offsets(new))
+        if records and adopt_topic:
+            _check_adoptable(new, records)
         if records and not adopt_topic:
-            raise _holds_records(new.topic, records, stored.ref.name)
+            raise _holds_records(new.topic, records, stored.ref.name, new.system_title)
     if partitions < info.partitions:
         raise TableConflictError(
-            f"topic '{new.topic}' has {info.partitions} partitions; Kafka cannot reduce them "
-            f"to {partitions}",
+            f"topic '{new.topic}' has {info.partitions} partitions; {new.system_title} cannot "
+            f"reduce them to {partitions}",
             hint="set log.system.partitions to at least the current count",
         )
     if replication is not None and replication != info.replication:
@@ -781,9 +806,11 @@ def _topic_change(
     )
 
 
-def _holds_records(topic: str, records: int, table: str) -> TableConflictError:
+def _holds_records(
+    topic: str, records: int, table: str, system: str = "Kafka"
+) -> TableConflictError:
     return TableConflictError(
-        f"Kafka topic '{topic}' already exists and holds {records} record"
+        f"{system} topic '{topic}' already exists and holds {records} record"
         f"{'s' if records != 1 else ''}; it would become the log of '{table}'",
         hint="choose a new topic name, or pass --adopt-topic to use it anyway (readers of the "
         "table then start after the records it holds now)",
@@ -800,8 +827,8 @@ def _check_deletable(
     users = owners.users(log_spec, exclude=table)
     if users:
         raise TopicInUseError(
-            f"refusing to delete Kafka topic '{log_spec.topic}': it is also the log of table "
-            + ", ".join(f"'{u}'" for u in users),
+            f"refusing to delete {log_spec.system_title} topic '{log_spec.topic}': it is also the "
+            "log of table " + ", ".join(f"'{u}'" for u in users),
             hint=hint,
         )
 

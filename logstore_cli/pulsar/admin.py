@@ -28,11 +28,12 @@ from logstore_cli.errors import (
     TopicExistsError,
     TopicNotFoundError,
 )
+from logstore_cli.names import PULSAR_PARTITION_SUFFIX
+from logstore_cli.names import PulsarTopicName as TopicName
 
-# Pulsar's own rule for tenant, namespace and topic names (NamedEntity: [-=:.\w]), without ':'
-# (it reads as a port or a scheme in messages) and never '.' or '..' alone.
-_SEGMENT = re.compile(r"[A-Za-z0-9_=.\-]{1,128}")
-_PARTITION_SUFFIX = "-partition-"
+__all__ = ["MessagePosition", "PulsarAdmin", "PulsarTopic", "TopicName"]
+
+_PARTITION_SUFFIX = PULSAR_PARTITION_SUFFIX
 
 
 @dataclass(frozen=True, order=True)
@@ -59,57 +60,6 @@ class MessagePosition:
 
 
 @dataclass(frozen=True)
-class TopicName:
-    """``persistent://tenant/namespace/topic``, each part checked (it is put in URL paths)."""
-
-    tenant: str
-    namespace: str
-    topic: str
-
-    def __str__(self) -> str:
-        return f"persistent://{self.tenant}/{self.namespace}/{self.topic}"
-
-    def partition(self, index: int) -> str:
-        return f"{self}{_PARTITION_SUFFIX}{index}"
-
-    @property
-    def path(self) -> str:
-        """The topic's path in the admin API (``/admin/v2/persistent/…``)."""
-        quote = urllib.parse.quote
-        return (
-            f"/admin/v2/persistent/{quote(self.tenant)}/{quote(self.namespace)}/{quote(self.topic)}"
-        )
-
-    @classmethod
-    def parse(cls, text: str) -> TopicName:
-        """A full name, or a short one (``orders``: ``public/default``, as Pulsar's clients read
-        it); only persistent topics (a log must survive a broker restart)."""
-        rest = text
-        if "://" in text:
-            scheme, rest = text.split("://", 1)
-            if scheme != "persistent":
-                raise InvalidInputError(
-                    f"Pulsar topic {text!r} is not persistent",
-                    hint="a log must survive a restart: use persistent://tenant/namespace/topic",
-                )
-        parts = rest.split("/")
-        if len(parts) == 1:
-            parts = ["public", "default", parts[0]]
-        if len(parts) != 3 or not all(_valid_segment(p) for p in parts):
-            raise InvalidInputError(
-                f"invalid Pulsar topic name {text!r}",
-                hint="persistent://tenant/namespace/topic, or a topic alone (public/default); each "
-                "part letters, digits and _ = . - (not '.' or '..' alone)",
-            )
-        if _PARTITION_SUFFIX in parts[2]:
-            raise InvalidInputError(
-                f"Pulsar topic {text!r} names one partition of a topic",
-                hint=f"name the partitioned topic itself, without '{_PARTITION_SUFFIX}N'",
-            )
-        return cls(parts[0], parts[1], parts[2])
-
-
-@dataclass(frozen=True)
 class PulsarTopic:
     """A partitioned topic as the admin API describes it."""
 
@@ -117,10 +67,6 @@ class PulsarTopic:
     partitions: int
     retention_minutes: int | None  # the topic's own policy (-1: infinite); None: none set
     retention_mb: int | None
-
-
-def _valid_segment(part: str) -> bool:
-    return bool(_SEGMENT.fullmatch(part)) and part not in (".", "..")
 
 
 class PulsarAdmin:
@@ -195,6 +141,43 @@ class PulsarAdmin:
     def delete_topic(self, topic: TopicName) -> None:
         """Delete the topic and its messages, even while clients are connected."""
         self._call("DELETE", f"{topic.path}/partitions?force=true", deadline=self._deadline())
+
+    def namespace_exists(self, topic: TopicName) -> bool:
+        """Whether the topic's tenant and namespace exist (a topic cannot be created outside one)."""
+        found = self._call("GET", f"/admin/v2/namespaces/{_quote(topic.tenant)}",
+                           deadline=self._deadline(), missing=True)  # fmt: skip
+        return isinstance(found, list) and f"{topic.tenant}/{topic.namespace}" in found
+
+    def write_quorum(self, topic: TopicName) -> int | None:
+        """How many bookies each entry of the topic is written to: the namespace's persistence
+        policy, else the broker's default (``managedLedgerDefaultWriteQuorum``); None: unknown."""
+        deadline = self._deadline()
+        path = f"/admin/v2/namespaces/{_quote(topic.tenant)}/{_quote(topic.namespace)}"
+        policy = self._call("GET", f"{path}/persistence", deadline=deadline, missing=True)
+        if isinstance(policy, dict) and int(policy.get("bookkeeperWriteQuorum") or 0) > 0:
+            return int(policy["bookkeeperWriteQuorum"])
+        runtime = self._call(
+            "GET", "/admin/v2/brokers/configuration/runtime", deadline=deadline, missing=True
+        )
+        value = (
+            runtime.get("managedLedgerDefaultWriteQuorum") if isinstance(runtime, dict) else None
+        )
+        return int(value) if value is not None and str(value).isdigit() else None
+
+    def held_entries(self, topic: TopicName, partitions: int) -> dict[int, int]:
+        """Each partition's entries held in its ledgers (``internalStats.numberOfEntries``): with
+        batching off (logstore's producer) one entry is one message."""
+        deadline = self._deadline()
+        out: dict[int, int] = {}
+        for index in range(partitions):
+            part = TopicName(
+                topic.tenant, topic.namespace, f"{topic.topic}{_PARTITION_SUFFIX}{index}"
+            )
+            stats = self._call("GET", f"{part.path}/internalStats", deadline=deadline)
+            if not isinstance(stats, dict):
+                raise BrokerError(f"Pulsar answered no internal stats for {part}: {stats!r}")
+            out[index] = max(0, int(stats.get("numberOfEntries") or 0))
+        return out
 
     def last_positions(
         self, topic: TopicName, partitions: int
@@ -285,6 +268,30 @@ class PulsarAdmin:
             return json.loads(text)
         except ValueError:
             raise BrokerError(f"Pulsar answered {what} with something that is not JSON") from None
+
+
+def _quote(part: str) -> str:
+    return urllib.parse.quote(part, safe="")
+
+
+def admin_url_for(service_url: str, configured: str | None, local: tuple[str, str] | None) -> str:
+    """The admin API of the Pulsar behind ``service_url`` (``pulsar://host:port[,host:port…]``):
+    ``configured`` (``[pulsar] admin_url``) when given; the local standalone's web URL when
+    ``local`` (its service URL, its web URL) is that Pulsar; else Pulsar's default web port on
+    the first host (``http://host:8080``)."""
+    if configured:
+        return configured
+    hosts = [h.strip() for h in service_url.removeprefix("pulsar://").split(",") if h.strip()]
+
+    def same(a: str) -> str:
+        return a.lower().replace("localhost:", "127.0.0.1:")
+
+    if local is not None:
+        local_hosts = {same(h) for h in local[0].removeprefix("pulsar://").split(",")}
+        if any(same(h) in local_hosts for h in hosts):
+            return local[1]
+    host = hosts[0].rsplit(":", 1)[0] if hosts else "127.0.0.1"
+    return f"http://{host}:8080"
 
 
 def _reason(exc: urllib.error.HTTPError) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from logstore_cli.catalog.tables import StoredTable, StoredTableOn
-from logstore_cli.errors import InvalidInputError
+from logstore_cli.errors import InvalidInputError, LogSystemNotSupportedError
 from logstore_cli.logformat.consistency import Level
 from logstore_cli.logformat.wire import RowKind, RowSchema
 from logstore_cli.model import TableSpec
@@ -282,6 +282,10 @@ def build_request(
             f"table {table.ref.name} has no log store to read",
             hint="read its Delta table with --mode file, or enable the log store with "
             "alter-table (log-store.enabled = true)",
+        )
+    if log.system == "pulsar":
+        raise LogSystemNotSupportedError(
+            table.ref.name, "read --mode log", "read its Delta table with --mode file"
         )
     level = plan.resolve_level(log, consistent=consistent, consistency=consistency)
     mode_ = plan.check_changelog(changelog, level)

@@ -195,6 +195,8 @@ def _sample(setting: cfg.Setting) -> tuple[object, object]:
         return {"k": "v"}, {"k": "v"}
     if isinstance(setting.default, float):
         return "2.5", 2.5
+    if setting.key == "pulsar.admin_url":  # a URL, checked
+        return "http://pulsar.example:8080/", "http://pulsar.example:8080"
     return "given-value", "given-value"
 
 
@@ -371,3 +373,15 @@ def test_cli_good_timeout_reaches_the_command(
     # a valid value passes the config and the command fails later, for its own reason (exit 1)
     assert _run_main(["describe", "db.t", "--kafka-timeout", "2.5"]) == 1
     assert "not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "url", ["pulsar://h:6650", "http://h:8080/admin", "h:8080", "http://user:pw@h:8080"]
+)
+def test_pulsar_admin_url_must_be_a_root_http_url(url: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        cfg.resolve(env={"LOGSTORE_PULSAR_ADMIN_URL": url})
+    assert (
+        "environment variable LOGSTORE_PULSAR_ADMIN_URL must be an admin URL" in info.value.message
+    )
+    assert "pw" not in info.value.message  # credentials are never echoed

@@ -344,10 +344,11 @@ def test_bad_enum_lists_valid_values() -> None:
 
 
 def test_unsupported_log_system_type() -> None:
-    text = f"CREATE TABLE t (a INT) WITH ({GOOD_PROPS}, 'log-store.type' = 'pulsar');"
-    assert (
-        only_error(text)[2]
-        == "'log-store.type' = 'pulsar' is not supported by logstore; valid values: kafka"
+    # Paimon's log is Kafka only; Pulsar is Amoro's log-store.type (tests/unit/ddl/test_pulsar_ddl.py)
+    text = "CREATE TABLE t (a INT) WITH ('log.system' = 'pulsar', 'kafka.topic' = 't');"
+    assert only_error(text)[2] == (
+        "'log.system' = 'pulsar' is not supported by logstore; valid values: none, kafka; for a "
+        "Pulsar log write Amoro's 'log-store.enabled' = 'true' and 'log-store.type' = 'pulsar'"
     )
 
 

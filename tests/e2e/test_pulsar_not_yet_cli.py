@@ -1,0 +1,63 @@
+"""What does not run on a Pulsar table yet (issue 23) says so: ``ingest`` to the log, ``read --mode
+log``, ``verify``, ``status``'s log tail and ``vacuum`` refuse with exit 2, naming issue 23 and what works,
+never a traceback; the Delta-only forms still run. The CLI as a subprocess; no Pulsar, no Spark
+(each refusal comes before either would start): the table's Delta metadata is written by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from logstore_cli.errors import EXIT_INVALID_INPUT
+from tests.deltalog import write_table
+from tests.e2e.cli_support import run_cli
+
+TABLE = "shop.orders"
+# Amoro's Pulsar log store; nothing listens at this address (nothing here may reach it).
+DDL = """CREATE TABLE shop.orders (id BIGINT NOT NULL, name STRING, PRIMARY KEY (id) NOT ENFORCED)
+WITH ('log-store.enabled' = 'true', 'log-store.type' = 'pulsar',
+      'log-store.address' = 'pulsar://127.0.0.1:9', 'log-store.topic' = 'orders',
+      'mixed-format.read.mode' = 'log');"""
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    write_table(tmp_path / "wh", DDL)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("args", "doing", "instead"),
+    [
+        (["ingest", TABLE, "--source", "generate", "--once"], "ingest to the log", "--emit file"),
+        (["read", TABLE, "--mode", "log"], "read --mode log", "--mode file"),
+        (["read", TABLE], "read --mode log", "--mode file"),  # the table's read mode is log
+        (["verify", TABLE], "verify", "read --mode file"),
+        (["status", TABLE], "status's log tail and lag", "status --no-topic"),
+        (["vacuum", TABLE, "--dry-run"], "vacuum", "hybrid read"),
+    ],
+    ids=["ingest", "read-log", "read-default", "verify", "status", "vacuum"],
+)
+def test_refused_with_exit_2_naming_issue_23(
+    cwd: Path, args: list[str], doing: str, instead: str
+) -> None:
+    proc = run_cli(*args, cwd=cwd)
+    assert proc.returncode == EXIT_INVALID_INPUT, proc.stderr
+    assert f"error: {doing} does not run on table {TABLE} yet: its log is on Pulsar" in proc.stderr
+    assert "(issue 23)" in proc.stderr
+    assert instead in proc.stderr and "describe, alter-table and drop-table work" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_the_delta_only_forms_still_run(cwd: Path) -> None:
+    status = run_cli("status", TABLE, "--no-topic", "--json", cwd=cwd)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["name"] == TABLE
+    read = run_cli("read", TABLE, "--mode", "file", "-o", "jsonl", cwd=cwd)
+    assert read.returncode == 0, read.stderr
+    assert read.stdout == ""  # an empty table
+    described = run_cli("describe", TABLE, "--no-topic", "--json", cwd=cwd)
+    assert described.returncode == 0, described.stderr
+    assert json.loads(described.stdout)["log_store"]["system"] == "pulsar"
