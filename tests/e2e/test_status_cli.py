@@ -297,8 +297,12 @@ def test_watch_shows_a_broker_that_goes_away_as_a_warning_and_goes_on(tmp_path: 
         assert watch.stdout is not None
         refreshes = _lines(watch.stdout)
         deadline = time.monotonic() + 60
-        first = _next_json(refreshes, deadline, watch)
-        assert first["log"]["end_offsets_read"] is True and first["warnings"] == []
+        # A refresh on a loaded machine may miss the 2 s Kafka timeout: the broker being up is a
+        # refresh that reads the end offsets without a warning, before the deadline.
+        early_warnings = 0
+        while not ((first := _next_json(refreshes, deadline, watch))["log"]["end_offsets_read"]):
+            early_warnings += 1
+        assert first["warnings"] == []
 
         stopped = cli("broker", "stop", "--json")
         assert stopped.returncode == 0, stopped.stderr
@@ -311,8 +315,11 @@ def test_watch_shows_a_broker_that_goes_away_as_a_warning_and_goes_on(tmp_path: 
         _, err = _interrupt(watch, refreshes)
         assert watch.returncode == 130, err
         warned = [line for line in err.splitlines() if line.startswith("warning: log:")]
-        # each warning once while it lasts (the broker going down may say something else first)
-        assert len(warned) == len(set(warned)) and len(warned) <= 2, warned
+        # each warning once while it lasts (the broker going down may say something else first;
+        # a timed-out refresh before the first good one said it once more)
+        assert len(warned) <= 2 + early_warnings, warned
+        if not early_warnings:
+            assert len(warned) == len(set(warned)), warned
         assert warned[-1] == f"warning: log: cannot reach Kafka at {bootstrap}"
         assert "Traceback" not in err
     finally:
