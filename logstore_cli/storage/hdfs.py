@@ -11,8 +11,10 @@ temporary file (``.logstore-tmp-…``, hidden from listings) that is renamed whe
   racer's rename succeeds. The object is a plain file, so Delta commits written this way
   (``_delta_log/N.json``) are what delta-rs and Spark read.
 - ``replace_if_version(key, version)``: the object is kept as *generations*. Generation 0 is the
-  plain file ``<key>``; generation N >= 1 is the hidden file ``.<key>.logstore-g<N>`` beside it;
-  the object is its highest generation and its version token is ``g<N>``. A replace of version
+  plain file ``<key>``; generation N >= 1 is the file ``N`` in the hidden directory
+  ``.<key>.logstore-gens`` beside it (its own directory, so finding an object's generations costs
+  one look-up and one listing of a small directory, never of a whole ``_delta_log``); the object is
+  its highest generation and its version token is ``g<N>``. A replace of version
   ``g<N>`` renames a temporary file to generation N+1 with ``overwrite=False``: of two racers holding
   the same version, exactly one rename succeeds, the other is told the name exists (= the object
   changed). Older generations are removed after a replace (so renewals do not pile up files).
@@ -26,7 +28,7 @@ temporary file (``.logstore-tmp-…``, hidden from listings) that is renamed whe
   what the caller would learn at its next read anyway: its version is no longer current.)
 - ``write``: the next generation, unconditionally (retried when a racer took the number).
 - Listings show ``<key>`` for a plain file or a live highest generation, with the generation's
-  modification time in ms; temporary files, generations and tombstones are hidden.
+  modification time in ms; temporary files, generations directories and tombstones are hidden.
 
 Containment: keys are checked segments (``uri.key_segments``) joined below the root path, never
 normalized; HDFS has no symlinks unless an administrator enables them, and the path the NameNode
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 TMP_PREFIX = ".logstore-tmp-"
-_GENERATION = re.compile(r"\.(?P<name>.+)\.logstore-g(?P<n>[0-9]+)")
+_GENERATIONS = re.compile(r"\.(?P<name>.+)\.logstore-gens")  # the directory beside the object
 _WRITE_ATTEMPTS = 100  # an unconditional write retried while racers take the next number
 # hdfs-native retries a NameNode it cannot reach for minutes by default (15 attempts, sleeps up to
 # 15 s): a wrong port would hang a command that long. A few seconds ride out a brief hiccup.
@@ -59,9 +61,14 @@ CLIENT_CONFIG = {
 }
 
 
+def generations_dir(name: str) -> str:
+    """The hidden directory beside the object ``name`` that holds its generations 1, 2, ..."""
+    return f".{name}.logstore-gens"
+
+
 def generation_name(name: str, n: int) -> str:
-    """The file of generation ``n`` of the object ``name`` (0: the plain file)."""
-    return name if n == 0 else f".{name}.logstore-g{n}"
+    """Generation ``n`` of the object ``name``, relative to its directory (0: the plain file)."""
+    return name if n == 0 else f"{generations_dir(name)}/{n}"
 
 
 @dataclass(frozen=True)
@@ -148,17 +155,26 @@ class HdfsStorage:
             raise _failure("list", self._where(directory), exc) from None
 
     def _generations(self, directory: str, name: str) -> list[_Generation]:
-        """Every generation of ``name`` in ``directory``, lowest first."""
+        """Every generation of ``name`` in ``directory``, lowest first: the plain file (one
+        look-up) and the generations directory's entries (a listing of that small directory
+        only, so reading a Delta commit never lists the whole ``_delta_log``)."""
         found = []
-        for status in self._statuses(directory):
+        try:
+            plain = self._client.get_file_info(f"{directory}/{name}")
+        except FileNotFoundError:
+            plain = None
+        except Exception as exc:
+            raise _failure("read", self._where(f"{directory}/{name}"), exc) from None
+        if plain is not None and not plain.isdir:  # a directory there is no object
+            found.append(_Generation(0, name, False, int(plain.modification_time)))
+        gens = generations_dir(name)
+        for status in self._statuses(f"{directory}/{gens}"):
             file = status.path.rpartition("/")[2]
-            if file == name:
-                n = 0
-            elif (match := _GENERATION.fullmatch(file)) and match.group("name") == name:
-                n = int(match.group("n"))
-            else:
-                continue
-            found.append(_Generation(n, file, bool(status.isdir), int(status.modification_time)))
+            if file.isdigit():
+                found.append(
+                    _Generation(int(file), f"{gens}/{file}", bool(status.isdir),
+                                int(status.modification_time))
+                )  # fmt: skip
         return sorted(found, key=lambda g: g.n)
 
     def _current(self, directory: str, name: str) -> _Generation | None:
@@ -171,15 +187,13 @@ class HdfsStorage:
             self._client.delete(path, True)
 
     def _remove_below(self, directory: str, name: str, n: int) -> None:
-        """Remove the generations of ``name`` below ``n`` (never the highest: ``n`` is above)."""
-        for generation in self._generations(directory, name):
-            if generation.n < n:
-                try:
+        """Remove the generations of ``name`` below ``n`` (never the highest: ``n`` is above).
+        Best effort: the write it follows has succeeded, and a generation left behind is removed
+        by the next one (or hidden by it)."""
+        with contextlib.suppress(Exception):
+            for generation in self._generations(directory, name):
+                if generation.n < n:
                     self._remove(f"{directory}/{generation.file}")
-                except Exception as exc:
-                    raise _failure(
-                        "delete", self._where(f"{directory}/{generation.file}"), exc
-                    ) from None
 
     def _temporary(self, directory: str, name: str, data: bytes) -> str:
         """A complete temporary file beside the object (its directory created as needed)."""
@@ -202,6 +216,8 @@ class HdfsStorage:
         target = f"{directory}/{generation_name(name, n)}"
         source = make()
         try:
+            if n:  # idempotent; never removed but with the whole table
+                self._client.mkdirs(f"{directory}/{generations_dir(name)}", 0o755, True)
             self._client.rename(source, target, False)
         except FileExistsError:
             self._remove(source)
@@ -330,28 +346,28 @@ class HdfsStorage:
 
     def list(self, key: str = "") -> Listing:
         directory = self._full(key) if key else self.path
-        files: dict[str, _Generation] = {}
+        plain: dict[str, int] = {}  # a plain file's name: its modification time
+        replaced: set[str] = set()  # names with a generations directory
         dirs: list[str] = []
         for status in self._statuses(directory):
             file = status.path.rpartition("/")[2]
             if file.startswith(TMP_PREFIX):
                 continue
-            generation = _GENERATION.fullmatch(file)
-            if generation is not None:
-                name, n = generation.group("name"), int(generation.group("n"))
+            generations = _GENERATIONS.fullmatch(file)
+            if generations is not None and status.isdir:
+                replaced.add(generations.group("name"))
             elif status.isdir:
                 if not segment_problem(file):
                     dirs.append(file)
+            elif not segment_problem(file):
+                plain[file] = int(status.modification_time)
+        modified = {name: at for name, at in plain.items() if name not in replaced}
+        # Only an object ever replaced or deleted needs its generations read (a Delta log's
+        # commits are plain files: one listing, whatever its length).
+        for name in replaced:
+            if segment_problem(name) or name in dirs:
                 continue
-            else:
-                name, n = file, 0
-            if segment_problem(name):
-                continue
-            seen = files.get(name)
-            if seen is None or n > seen.n:
-                files[name] = _Generation(
-                    n, file, bool(status.isdir), int(status.modification_time)
-                )
-        live = {name: g for name, g in files.items() if not g.is_dir}
-        modified = {name: g.modified_ms for name, g in live.items()}
-        return Listing(tuple(sorted(live)), tuple(sorted(dirs)), modified)
+            current = self._current(directory, name)
+            if current is not None and not current.is_dir:
+                modified[name] = current.modified_ms
+        return Listing(tuple(sorted(modified)), tuple(sorted(dirs)), modified)

@@ -12,7 +12,7 @@ import pytest
 
 from logstore_cli.errors import WarehouseError
 from logstore_cli.storage import delta_rs_location, open_storage
-from logstore_cli.storage.hdfs import HdfsStorage, generation_name
+from logstore_cli.storage.hdfs import HdfsStorage, generations_dir
 from logstore_cli.storage.hdfs_server import HdfsServerInfo
 from tests import storage_contract as contract
 
@@ -70,7 +70,8 @@ def test_put_if_absent_makes_a_plain_file_and_replaces_keep_one(storage: HdfsSto
     for i in range(1, 6):
         version = storage.replace_if_version("d/k", str(i).encode(), version)
         assert version is not None
-    assert _names(storage, storage.path + "/d") == [generation_name("k", 5)]
+    assert _names(storage, storage.path + "/d") == [generations_dir("k")]
+    assert _names(storage, f"{storage.path}/d/{generations_dir('k')}") == ["5"]
     assert storage.list("d").files == ("k",)
     blob = storage.read("d/k")
     assert blob is not None and blob.data == b"5"
@@ -98,13 +99,14 @@ def test_a_stale_version_that_finds_a_removed_generation_loses(storage: HdfsStor
     assert v1 is not None
     v2 = storage.replace_if_version("k", b"2", v1)
     assert v2 is not None
-    assert _names(storage, storage.path) == [generation_name("k", 2)]
+    assert _names(storage, f"{storage.path}/{generations_dir('k')}") == ["2"]
     # Bypass the pre-check to exercise the rename itself with the stale version v0 (gen 1 free).
     installed = storage._install(
         storage.path, "k", 1, lambda: storage._temporary(storage.path, "k", b"stale")
     )
     assert installed is False
-    assert _names(storage, storage.path) == [generation_name("k", 2)]
+    assert _names(storage, f"{storage.path}/{generations_dir('k')}") == ["2"]
+    assert _names(storage, storage.path) == [generations_dir("k")]
     blob = storage.read("k")
     assert blob is not None and (blob.data, blob.version) == (b"2", v2)
 
@@ -160,6 +162,6 @@ def test_an_unreachable_namenode_is_a_warehouse_error(hdfs_server: HdfsServerInf
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nobody listens there
     storage = open_storage(f"hdfs://127.0.0.1:{port}/wh")
-    with pytest.raises(WarehouseError, match=f"cannot list hdfs://127.0.0.1:{port}/wh") as caught:
+    with pytest.raises(WarehouseError, match=f"cannot read hdfs://127.0.0.1:{port}/wh/x") as caught:
         storage.read("x")
     assert "NameNode is reachable" in (caught.value.hint or "")
