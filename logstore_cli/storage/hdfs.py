@@ -14,10 +14,11 @@ temporary file (``.logstore-tmp-…``, hidden from listings) that is renamed whe
   plain file ``<key>``; generation N >= 1 is the file ``N`` in the hidden directory
   ``.<key>.logstore-gens`` beside it (its own directory, so finding an object's generations costs
   one look-up and one listing of a small directory, never of a whole ``_delta_log``); the object is
-  its highest generation and its version token is ``g<N>``. A replace of version
-  ``g<N>`` renames a temporary file to generation N+1 with ``overwrite=False``: of two racers holding
-  the same version, exactly one rename succeeds, the other is told the name exists (= the object
-  changed). Older generations are removed after a replace (so renewals do not pile up files).
+  its highest generation and its version token is ``g<N>.<its mtime in ms>`` (a rename keeps
+  the time: a number reached again after the whole table was deleted and made anew is another
+  version). A replace of version ``g<N>…`` renames a temporary file to generation N+1 with
+  ``overwrite=False``: of two racers holding the same version, exactly one rename succeeds, the
+  other is told the name exists (= the object changed). Older generations are removed after a replace (so renewals do not pile up files).
 - Why that is enough: the highest generation only grows and is never removed (only generations
   below a higher one are), and a deletion is itself a generation (a *tombstone*: a directory
   renamed to N+1), so a version from before a delete can never match again (no ABA). A racer whose
@@ -77,6 +78,13 @@ class _Generation:
     file: str  # its name in the directory
     is_dir: bool  # a tombstone: the object was deleted
     modified_ms: int
+
+
+def _version(generation: _Generation) -> str:
+    """The version token: the generation's number and its file's modification time (a rename
+    keeps it), so a number reached again after a whole table was deleted and made anew is another
+    version."""
+    return f"g{generation.n}.{generation.modified_ms}"
 
 
 def _failure(what: str, where: str, exc: Exception) -> WarehouseError:
@@ -209,20 +217,19 @@ class HdfsStorage:
             raise _failure("write", self._where(tmp), exc) from None
         return tmp
 
-    def _install(self, directory: str, name: str, n: int, make: Callable[[], str]) -> bool | None:
-        """Rename what ``make`` builds (a temporary file or directory) to generation ``n``:
-        True when it is now the highest generation, False when ``n`` was taken (or a higher one
-        exists: this rename lost), None when the directory is gone."""
+    def _install(
+        self, directory: str, name: str, n: int, make: Callable[[], str]
+    ) -> _Generation | None:
+        """Rename what ``make`` builds (a temporary file or directory) to generation ``n``: that
+        generation when it is now the highest, None when ``n`` was taken (or a higher one exists:
+        this rename lost) or the directory is gone."""
         target = f"{directory}/{generation_name(name, n)}"
         source = make()
         try:
             if n:  # idempotent; never removed but with the whole table
                 self._client.mkdirs(f"{directory}/{generations_dir(name)}", 0o755, True)
             self._client.rename(source, target, False)
-        except FileExistsError:
-            self._remove(source)
-            return False
-        except FileNotFoundError:
+        except (FileExistsError, FileNotFoundError):
             self._remove(source)
             return None
         except Exception as exc:
@@ -230,10 +237,10 @@ class HdfsStorage:
                 self._remove(source)
             raise _failure("write", self._where(target), exc) from None
         current = self._current(directory, name)
-        if current is not None and current.n > n:  # a stale version found a removed generation
+        if current is None or current.n != n:  # a stale version found a removed generation
             self._remove(target)
-            return False
-        return True
+            return None
+        return current
 
     # -- the Storage protocol ----------------------------------------------------------------
 
@@ -251,7 +258,7 @@ class HdfsStorage:
                 continue
             except Exception as exc:
                 raise _failure("read", self._where(path), exc) from None
-            return Blob(data, f"g{current.n}")
+            return Blob(data, _version(current))
         raise WarehouseError(
             f"cannot read {self._where(directory + '/' + name)}: it keeps changing"
         )
@@ -261,9 +268,12 @@ class HdfsStorage:
         for _ in range(_WRITE_ATTEMPTS):
             current = self._current(directory, name)
             n = 1 if current is None else current.n + 1
-            if self._install(directory, name, n, lambda: self._temporary(directory, name, data)):
+            installed = self._install(
+                directory, name, n, lambda: self._temporary(directory, name, data)
+            )
+            if installed is not None:
                 self._remove_below(directory, name, n)
-                return f"g{n}"
+                return _version(installed)
         raise WarehouseError(
             f"cannot write {self._where(directory + '/' + name)}: other writers kept replacing it",
             hint="another process is writing the same object in a loop; stop it and try again",
@@ -276,24 +286,28 @@ class HdfsStorage:
             return None
         # The first object is the plain file; after a deletion, the generation after its tombstone.
         n = 0 if current is None else current.n + 1
-        if self._install(directory, name, n, lambda: self._temporary(directory, name, data)):
-            if n:
-                self._remove_below(directory, name, n)
-            return f"g{n}"
-        return None
+        installed = self._install(
+            directory, name, n, lambda: self._temporary(directory, name, data)
+        )
+        if installed is None:
+            return None
+        if n:
+            self._remove_below(directory, name, n)
+        return _version(installed)
 
     def replace_if_version(self, key: str, data: bytes, version: str) -> str | None:
         directory, name = self._split(key)
-        if not re.fullmatch(r"g[0-9]+", version):
-            return None  # no version this backend made: never the current one
-        n = int(version[1:]) + 1
         current = self._current(directory, name)
-        if current is None or current.is_dir or current.n != n - 1:
+        if current is None or current.is_dir or _version(current) != version:
             return None  # changed or gone (checked again, atomically, by the rename)
-        if self._install(directory, name, n, lambda: self._temporary(directory, name, data)):
-            self._remove_below(directory, name, n)
-            return f"g{n}"
-        return None
+        n = current.n + 1
+        installed = self._install(
+            directory, name, n, lambda: self._temporary(directory, name, data)
+        )
+        if installed is None:
+            return None
+        self._remove_below(directory, name, n)
+        return _version(installed)
 
     def delete(self, key: str) -> None:
         directory, name = self._split(key)
@@ -301,10 +315,7 @@ class HdfsStorage:
             current = self._current(directory, name)
             if current is None or current.is_dir:
                 return
-            installed = self._install(directory, name, current.n + 1, self._tombstone(directory))
-            if installed is None:
-                return
-            if installed:
+            if self._install(directory, name, current.n + 1, self._tombstone(directory)):
                 self._remove_below(directory, name, current.n + 1)
                 return
         raise WarehouseError(

@@ -104,7 +104,7 @@ def test_a_stale_version_that_finds_a_removed_generation_loses(storage: HdfsStor
     installed = storage._install(
         storage.path, "k", 1, lambda: storage._temporary(storage.path, "k", b"stale")
     )
-    assert installed is False
+    assert installed is None
     assert _names(storage, f"{storage.path}/{generations_dir('k')}") == ["2"]
     assert _names(storage, storage.path) == [generations_dir("k")]
     blob = storage.read("k")
@@ -165,3 +165,20 @@ def test_an_unreachable_namenode_is_a_warehouse_error(hdfs_server: HdfsServerInf
     with pytest.raises(WarehouseError, match=f"cannot read hdfs://127.0.0.1:{port}/wh/x") as caught:
         storage.read("x")
     assert "NameNode is reachable" in (caught.value.hint or "")
+
+
+def test_a_version_from_a_table_deleted_and_made_anew_does_not_match(
+    storage: HdfsStorage,
+) -> None:
+    """delete_all (drop-table) removes the generations too, so numbers start over; the version
+    also names the file's time, so the same number in the new table is another version."""
+    table = storage.child("db").child("t")
+    assert isinstance(table, HdfsStorage)
+    old = table.put_if_absent("_logstore/lease.json", b"old table")
+    assert old is not None
+    table.delete_all()
+    new = table.put_if_absent("_logstore/lease.json", b"new table")
+    assert new is not None and new.split(".")[0] == old.split(".")[0] == "g0" and new != old
+    assert table.replace_if_version("_logstore/lease.json", b"stale", old) is None
+    blob = table.read("_logstore/lease.json")
+    assert blob is not None and (blob.data, blob.version) == (b"new table", new)
