@@ -78,8 +78,13 @@ class Config:
 
     @property
     def remote_warehouse(self) -> bool:
-        """Whether the warehouse is on object storage (``s3://``), not a local directory."""
+        """Whether the warehouse is remote (``s3://``, ``hdfs://``), not a local directory."""
         return is_remote_warehouse(self.warehouse)
+
+    @property
+    def s3_warehouse(self) -> bool:
+        """Whether the warehouse is on S3 (Spark then needs the s3a:// jars and settings)."""
+        return self.warehouse.startswith("s3://")
 
     def warehouse_path(self, cwd: Path | None = None) -> Path:
         """The local warehouse directory (a remote one is ``warehouse``, opened by the seam)."""
@@ -158,33 +163,42 @@ def _text(value: object) -> str:
     return value.strip()
 
 
+def remote_kind(text: str) -> str:
+    """How a message names the remote warehouse ``text`` ("an s3://", "an hdfs://"). Pure."""
+    return "an hdfs://" if text.startswith("hdfs://") else "an s3://"
+
+
 def is_remote_warehouse(text: str) -> bool:
-    """Whether a resolved ``warehouse`` value names object storage (``s3://``). Pure."""
-    return text.startswith("s3://")
+    """Whether a resolved ``warehouse`` value is remote (``s3://``, ``hdfs://``). Pure."""
+    return text.startswith(("s3://", "hdfs://"))
 
 
 def _warehouse(value: object) -> str:
-    """A local directory as given, or ``s3://bucket/prefix`` checked and written canonically
-    (``s3a://`` is the same store). Credentials come from the standard AWS variables or a profile,
-    never from the URI: one holding ``user:secret@`` is refused without echoing it."""
+    """A local directory as given, or ``s3://bucket/prefix`` or ``hdfs://namenode:port/path``
+    checked and written canonically (``s3a://`` is the same store). Credentials come from the
+    standard AWS variables or a profile, never from the URI: one holding ``user:secret@`` is
+    refused without echoing it."""
     text = _text(value)
     scheme = _URI.fullmatch(text)
-    if scheme is not None and scheme.group("scheme").lower() in ("s3", "s3a"):
+    if scheme is not None and scheme.group("scheme").lower() in ("s3", "s3a", "hdfs"):
         from logstore_cli.storage.uri import parse_storage_uri
 
+        form = "hdfs://namenode:port/path" if scheme.group("scheme").lower() == "hdfs" else (
+            "s3://bucket/prefix"
+        )  # fmt: skip
         try:
             return str(parse_storage_uri(text))
         except InvalidInputError as exc:
             raise _Invalid(
-                f"s3://bucket/prefix ({exc.message}; see {STORAGE_DOC})",
+                f"{form} ({exc.message}; see {STORAGE_DOC})",
                 repr(re.sub(r"^([^:/]+://)[^/]*@", r"\1***@", text)),
             ) from None
     try:
         return local_path(text, "the warehouse")
     except InvalidInputError as exc:
         raise _Invalid(
-            "a local or mounted POSIX directory, or s3://bucket/prefix (other object storage "
-            f"and HDFS are not supported for the warehouse today; see {STORAGE_DOC})",
+            "a local or mounted POSIX directory, s3://bucket/prefix or hdfs://namenode:port/path "
+            f"(other object storage is not supported for the warehouse today; see {STORAGE_DOC})",
             repr(_without_userinfo(text)),
         ) from exc
 
@@ -301,8 +315,10 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "warehouse", _warehouse,
-        "Warehouse directory or s3://bucket/prefix: tables live at <warehouse>/<db>/<table>.",
-        Uses.WAREHOUSE, env="LOGSTORE_WAREHOUSE", flag="--warehouse", metavar="<dir|s3://…>",
+        "Warehouse directory, s3://bucket/prefix or hdfs://namenode:port/path: tables live at "
+        "<warehouse>/<db>/<table>.",
+        Uses.WAREHOUSE, env="LOGSTORE_WAREHOUSE", flag="--warehouse",
+        metavar="<dir|s3://…|hdfs://…>",
         example="./warehouse",
     ),
     Setting(

@@ -40,7 +40,8 @@ class Context:
 
     @cached_property
     def storage(self) -> Storage:
-        """The warehouse on object storage, opened with the standard AWS settings (remote only)."""
+        """The remote warehouse (``s3://`` with the standard AWS settings, ``hdfs://``; remote
+        only)."""
         from logstore_cli.storage import open_storage
 
         return open_storage(self.config.warehouse)
@@ -49,7 +50,7 @@ class Context:
     def spark_s3(self) -> S3Settings | None:
         """The S3 settings Spark gets for a warehouse on S3 (``SparkSettings.s3``: the s3a jars
         and settings), from the same standard AWS environment as ``storage``; None when local."""
-        if not self.remote:
+        if not self.config.s3_warehouse:
             return None
         from logstore_cli.storage.s3 import S3Settings
 

@@ -16,7 +16,15 @@ from typing import Annotated, Any
 
 import typer
 
-from logstore_cli.config import CONFIG_ENV, SETTINGS, Overrides, Setting, Uses, load
+from logstore_cli.config import (
+    CONFIG_ENV,
+    SETTINGS,
+    Overrides,
+    Setting,
+    Uses,
+    load,
+    remote_kind,
+)
 from logstore_cli.errors import InvalidInputError, LogstoreError
 
 JsonOpt = Annotated[
@@ -154,14 +162,14 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
     return decorate
 
 
-# The commands that run on an s3:// warehouse (issue 19, stages 2a and 2b): those that need no
-# Spark and read nothing but the table's own objects and Kafka.
+# The commands that run on a remote (s3://, hdfs://) warehouse (issue 19, stages 2a and 2b): those
+# that need no Spark and read nothing but the table's own objects and Kafka.
 # 'read' refuses what needs Spark or a local path itself (read/service.py build_request).
 S3_COMMANDS = frozenset(
     {"create-table", "list", "describe", "alter-table", "drop-table", "status", "history"}
     | {"verify", "read"}
 )
-# Commands that read the warehouse setting only (never a table): not refused on S3.
+# Commands that read the warehouse setting only (never a table): not refused on a remote one.
 _WAREHOUSE_ANYWHERE = S3_COMMANDS | {"setup"}
 S3_WORKS = (
     "create-table, list, describe, alter-table (--set, --unset, --add-column), drop-table, "
@@ -172,7 +180,7 @@ S3_WORKS = (
 def refuse_remote_warehouse(
     command: str, config_path: Path | None, flags: dict[str, object]
 ) -> None:
-    """InvalidInputError (exit 2) when the warehouse is on S3 and ``command`` does not run there
+    """InvalidInputError (exit 2) when the warehouse is remote and ``command`` does not run there
     yet: raised before the command does anything, so nothing is ever half done."""
     try:
         config = load(config_path, os.environ, flags)
@@ -180,7 +188,8 @@ def refuse_remote_warehouse(
         return
     if config.remote_warehouse:
         raise InvalidInputError(
-            f"'{command}' does not run on an s3:// warehouse yet (issue 19 stage 2b): {S3_WORKS}",
+            f"'{command}' does not run on {remote_kind(config.warehouse)} warehouse yet (issue 19 "
+            f"stage 2b): {S3_WORKS}",
             hint="run it on a local warehouse (--warehouse <dir>) until then; see "
             "docs/cluster.md, section 5",
         )

@@ -41,7 +41,7 @@ def setup(
     from logstore_cli.jvm.deps import classpath_dir, ensure_classpath, setup_classpaths
 
     out = Output(json_mode=json_)
-    classpaths = only or setup_classpaths(s3=s3 or make_context(overrides).remote)
+    classpaths = only or setup_classpaths(s3=s3 or make_context(overrides).config.s3_warehouse)
     result = []
     for cp in classpaths:
         out.info(f"resolving the {cp.value} classpath …")

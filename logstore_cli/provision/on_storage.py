@@ -34,13 +34,13 @@ if TYPE_CHECKING:
     from logstore_cli.names import TableName
     from logstore_cli.storage import Storage
 
-STAGE_2B = "Spark does not run on an s3:// warehouse yet (issue 19 stage 2b)"
+STAGE_2B = "Spark does not run on a remote (s3://, hdfs://) warehouse yet (issue 19 stage 2b)"
 
 
 def _needs_spark(doing: str, reasons: Sequence[str]) -> InvalidInputError:
     return InvalidInputError(
         f"{doing} needs Spark for: {', '.join(reasons)}; {STAGE_2B}",
-        hint="leave that out on an s3:// warehouse for now, or use a local warehouse",
+        hint="leave that out on a remote warehouse for now, or use a local warehouse",
     )
 
 
@@ -193,11 +193,12 @@ def drop_table_on(
     force: bool = False,
 ) -> DropResult:
     """``drop_table`` on ``warehouse``: the objects below the table's prefix are deleted."""
+    from logstore_cli.storage.hdfs import HdfsStorage
     from logstore_cli.storage.s3 import S3Storage
 
     def drop() -> None:
-        if not isinstance(ref.storage, S3Storage):
-            raise TypeError(f"no drop for {ref.storage!r}")  # only S3 comes here (stage 2a)
+        if not isinstance(ref.storage, S3Storage | HdfsStorage):
+            raise TypeError(f"no drop for {ref.storage!r}")  # only remote warehouses come here
         ref.storage.delete_all()
 
     return drop_stored(

@@ -5,7 +5,7 @@ broker or a JVM is touched). ``read_with_consumer`` runs a log read with the con
 engine (``consumer.py``): an optional Delta snapshot first (hybrid read, with delta-rs), then the
 log through one ``TopicDecider``; what it emits goes to a ``Sink``. The Spark engine
 (``jobs/read.py``) and the delta-rs engine of ``--mode file`` (``delta_rs.py``) take the same
-request and the same sink. On an s3:// warehouse (``StoredTableOn``) only the consumer engine's log
+request and the same sink. On a remote warehouse (``StoredTableOn``) only the consumer engine's log
 reads run (issue 19 stage 2b): its Delta reads go through the storage seam and delta-rs's storage
 options; the others are refused in ``build_request``.
 """
@@ -171,8 +171,8 @@ def check_outside_tables(path: str, table: StoredTable) -> None:
 
 
 _REMOTE = (
-    "'read' on an s3:// warehouse runs the consumer engine (--mode log) and delta-rs (--mode "
-    "file) only (issue 19 stage 2b): the Spark engine does not run there yet"
+    "'read' on a remote (s3://, hdfs://) warehouse runs the consumer engine (--mode log) and "
+    "delta-rs (--mode file) only (issue 19 stage 2b): the Spark engine does not run there yet"
 )
 _REMOTE_HINT = (
     "drop --engine spark (a Delta or Parquet output of --mode file is written by delta-rs), or "

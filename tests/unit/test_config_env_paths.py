@@ -132,8 +132,7 @@ def test_cli_never_prints_a_secret_from_the_environment(
 
 @pytest.mark.parametrize(
     "uri",
-    ["abfss://c@acct.dfs.core.windows.net/wh", "gs://b/wh",
-     "hdfs://namenode:8020/wh", "hdfs:/wh", "file://otherhost/data/wh"],
+    ["abfss://c@acct.dfs.core.windows.net/wh", "gs://b/wh", "file://otherhost/data/wh"],
 )  # fmt: skip
 def test_a_warehouse_uri_is_a_config_error_from_every_source(tmp_path: Path, uri: str) -> None:
     sources: list[tuple[str, dict[str, object], dict[str, str], dict[str, object]]] = [
@@ -146,10 +145,29 @@ def test_a_warehouse_uri_is_a_config_error_from_every_source(tmp_path: Path, uri
             cfg.resolve(file, env, flags, source="logstore.toml")
         message = info.value.message
         assert message.startswith(
-            f"{where} must be a local or mounted POSIX directory, or s3://bucket/prefix"
+            f"{where} must be a local or mounted POSIX directory, s3://bucket/prefix or "
+            "hdfs://namenode:port/path"
         )
-        assert "HDFS are not supported for the warehouse today" in message
+        assert "other object storage is not supported for the warehouse today" in message
         assert "docs/cluster.md" in message and repr(uri) in message
+
+
+def test_an_hdfs_warehouse_is_accepted_and_a_malformed_one_says_the_form() -> None:
+    for uri in ("hdfs://namenode:8020/wh/", "HDFS://namenode:8020/wh"):
+        config = cfg.resolve({}, {"LOGSTORE_WAREHOUSE": uri})
+        assert config.warehouse == "hdfs://namenode:8020/wh"
+        assert config.remote_warehouse and not config.s3_warehouse
+    assert cfg.resolve({}, {"LOGSTORE_WAREHOUSE": "s3://bucket-1/wh"}).s3_warehouse
+    for uri, problem in (("hdfs:/wh", "must be followed by '//'"),
+                         ("hdfs://nn:99999/wh", "not a NameNode address"),
+                         ("hdfs://nn:8020/a/../b", "'..'")):  # fmt: skip
+        with pytest.raises(ConfigError) as info:
+            cfg.resolve({}, {"LOGSTORE_WAREHOUSE": uri})
+        message = info.value.message
+        assert message.startswith(
+            "environment variable LOGSTORE_WAREHOUSE must be hdfs://namenode:port/path"
+        ), message
+        assert problem in message and "docs/cluster.md" in message
 
 
 def test_a_uri_never_shows_its_credentials() -> None:

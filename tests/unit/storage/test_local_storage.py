@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from logstore_cli.errors import WarehouseError
-from logstore_cli.storage import open_storage
+from logstore_cli.errors import InvalidInputError, WarehouseError
+from logstore_cli.storage import delta_rs_location, open_storage
 from logstore_cli.storage.local import LocalStorage
 from tests import storage_contract as contract
 
@@ -84,8 +84,12 @@ def test_open_storage_picks_the_backend(tmp_path: Path) -> None:
     local = open_storage(str(tmp_path))
     assert isinstance(local, LocalStorage) and local.root == tmp_path
     assert isinstance(open_storage(f"file://{tmp_path}"), LocalStorage)
-    with pytest.raises(Exception, match="HDFS, which is not supported yet"):
-        open_storage("hdfs://nn:8020/wh")
+    hdfs = open_storage("hdfs://nn:8020/wh/")  # no connection until the first operation
+    assert type(hdfs).__name__ == "HdfsStorage" and hdfs.uri == "hdfs://nn:8020/wh"
+    assert hdfs.child("db/t").uri == "hdfs://nn:8020/wh/db/t"
+    assert delta_rs_location(hdfs.child("db/t")) == ("hdfs://nn:8020/wh/db/t", None)
+    with pytest.raises(InvalidInputError):
+        hdfs.child("../x")
 
 
 def test_reads_and_listings_do_not_follow_a_link_out_of_the_root(tmp_path: Path) -> None:
