@@ -155,17 +155,18 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
 
 
 # The commands that run on an s3:// warehouse (issue 19, stages 2a and 2b): those that need no
-# Spark and read nothing but the table's own objects and Kafka.
+# Spark and read nothing but the table's own objects and Kafka, and ingest (its Spark on s3a://).
 # 'read' refuses what needs Spark or a local path itself (read/service.py build_request).
 S3_COMMANDS = frozenset(
     {"create-table", "list", "describe", "alter-table", "drop-table", "status", "history"}
-    | {"verify", "read"}
+    | {"verify", "read", "ingest"}
 )
 # Commands that read the warehouse setting only (never a table): not refused on S3.
 _WAREHOUSE_ANYWHERE = S3_COMMANDS | {"setup"}
 S3_WORKS = (
     "create-table, list, describe, alter-table (--set, --unset, --add-column), drop-table, "
-    "status, history, verify and read (the consumer engine and delta-rs, not Spark) run there today"
+    "status, history, verify, read (the consumer engine and delta-rs, not Spark) and ingest run "
+    "there today"
 )
 
 
