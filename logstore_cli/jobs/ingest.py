@@ -4,10 +4,13 @@ micro-batch (an *epoch*) to the Kafka log and the Delta table, exactly once (doc
 The protocol itself, step by step, is ``logstore_cli/ingest/epoch.py`` (pure); this module gives it
 its ports over Spark and the stores: ``SparkQuarantine`` (malformed records), ``KafkaLogSink``
 (the driver's idempotent producer: records and markers), ``DeltaCommitter`` (MERGE with Delta's
-idempotent-write transaction ids; the commit point), and the lease (``catalog/lease.py``).
+idempotent-write transaction ids; the commit point), and the lease (``catalog/lease.py``; on S3
+``catalog/storage_lease.py``).
 
 The job is the table's one writer (a lease under the table) and names its writer id in the
-checkpoint. A test-only fault hook (``LOGSTORE_FAULT_KILL_AT``) kills the process at a crash point.
+checkpoint. The table has two names: its *location* (a local directory, or a ``Storage`` rooted at
+it on S3), through which logstore reads and writes everything of its own, and the URI Spark opens
+(``spark_path``: the same directory, or ``s3a://…``). A test-only fault hook (``LOGSTORE_FAULT_KILL_AT``) kills the process at a crash point.
 """
 
 from __future__ import annotations
