@@ -118,6 +118,7 @@ def test_ingest_on_s3_writes_both_stores_exactly_once_with_the_job_state_on_s3(
     assert f"{state}/lease.json" in objects
     assert f"{state}/checkpoints/ingest/logstore-writer.json" in objects
     assert any(k.startswith(f"{state}/checkpoints/ingest/offsets/") for k in objects)
+    assert f"{state}/checkpoints/ingest/logstore-outside.json" in objects  # the carry's state
     assert any(k.startswith(f"{PREFIX}/_delta_log/") for k in objects)
     assert sorted(p.name for p in lake.cwd.iterdir()) == ["in", "state"]
     writer_file = _read_object(lake, f"{state}/checkpoints/ingest/logstore-writer.json")
@@ -131,6 +132,7 @@ def test_ingest_on_s3_writes_both_stores_exactly_once_with_the_job_state_on_s3(
     assert [(w["writer"], w["epoch"], w["delta_version"]) for w in status["writers"]] == [
         (writer, 1, first[-1]["delta_version"])
     ]
+    assert status["lease"] is None  # released (a conditional overwrite) when the job ended
 
     # Updates and deletes of live keys, and one malformed record: quarantined on S3.
     write_files(lake.cwd / "in", [more], start=2)
