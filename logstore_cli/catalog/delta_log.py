@@ -63,6 +63,22 @@ def has_commit(table: TableLocation, version: int) -> bool:
     return table.exists(f"{LOG_DIR}/{commit_name(version)}")
 
 
+def spark_path(table: TableLocation) -> str:
+    """The table as Spark opens it: the local path, or the Hadoop URI of its ``Storage``
+    (``s3a://`` for S3). Only Spark gets this text: logstore's own reads and writes go through
+    ``table`` itself, never through a path made of a URI."""
+    if isinstance(table, Path):
+        return str(table)
+    from logstore_cli.storage.local import LocalStorage
+    from logstore_cli.storage.s3 import S3Storage
+
+    if isinstance(table, S3Storage):
+        return table.spark_uri
+    if isinstance(table, LocalStorage):
+        return str(table.root)
+    raise TypeError(f"no Spark location for {table!r}")
+
+
 def delta_rs_args(table: TableLocation) -> tuple[str, dict[str, str] | None]:
     """The URI and ``storage_options`` delta-rs opens the table with (the options may hold keys:
     give them to delta-rs only, never show or store them)."""

@@ -518,6 +518,10 @@ class HeldLease:
     def release(self) -> None:
         raise NotImplementedError
 
+    def check(self, min_remaining_s: float = 0.0) -> None:
+        """LeaseLostError unless the stored lease is still ours with ``min_remaining_s`` left."""
+        raise NotImplementedError
+
     def set_writer(self, writer: str, unfenced: tuple[str, ...] = ()) -> None:
         """Record the job's writer id, and the writers it still has to fence (none once it fenced
         them), in the stored lease: a renewal that carries them. LeaseLostError when the lease is

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from logstore_cli.catalog import warehouse as wh
+from logstore_cli.catalog.delta_log import TableLocation, open_commit, where
 from logstore_cli.catalog.epochs import commit_versions
 from logstore_cli.catalog.schema import delta_type_to_sql
 from logstore_cli.errors import LogstoreError
@@ -23,11 +24,12 @@ class SchemaChangedError(LogstoreError):
 
 
 class SchemaWatch:
-    """``SchemaGuard`` over the Delta log of the table at ``path``, for a job writing ``columns``."""
+    """``SchemaGuard`` over the Delta log of the table at ``path`` (a directory, or a ``Storage``
+    rooted at the table), for a job writing ``columns``."""
 
     def __init__(
         self,
-        path: Path,
+        path: TableLocation,
         table: str,
         columns: Sequence[str],
         types: Mapping[str, str] | None = None,
@@ -39,7 +41,8 @@ class SchemaWatch:
         versions = commit_versions(path)
         self.seen = versions[0] if versions else -1
         # Added between the job reading the table and now: the job would never write the column.
-        self._compare(wh.read_delta(path).schema)
+        state = wh.read_delta(path) if isinstance(path, Path) else wh.read_delta_on(path)
+        self._compare(state.schema)
 
     def check(self) -> None:
         """Raise SchemaChangedError when a commit since the last look changed the columns."""
@@ -89,12 +92,12 @@ _RESTART_HINT = (
 )
 
 
-def _new_schema(path: Path, version: int) -> tuple[bool, dict[str, Any] | None]:
+def _new_schema(path: TableLocation, version: int) -> tuple[bool, dict[str, Any] | None]:
     """Whether commit ``version`` exists (yet), and the schema of its metaData action (None: it
     has none)."""
-    file = path / "_delta_log" / f"{version:020d}.json"
+    file = where(path, version)
     try:
-        with file.open("rb") as fh:
+        with open_commit(path, version) as fh:
             for line in fh:
                 if line.startswith(b'{"metaData"'):  # one action a line, as Delta writes them
                     schema: dict[str, Any] = json.loads(

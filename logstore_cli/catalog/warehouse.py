@@ -146,13 +146,15 @@ def _entry_is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def table_overlap(path: Path, warehouse: Path, *, below: bool) -> str | None:
+def table_overlap(path: Path, warehouse: Path | None, *, below: bool) -> str | None:
     """Why files under ``path`` belong to a table, or None: ``path`` resolves into the warehouse
     or into a directory holding a ``_delta_log`` (with ``below``, also: the warehouse or such a
     directory lies below it). For an ingest's source and checkpoint: reading a table's own files
-    as input writes old values back; a checkpoint inside a table is fair game for its VACUUM."""
-    target, root = path.resolve(), warehouse.resolve()
-    if target == root or target.is_relative_to(root):
+    as input writes old values back; a checkpoint inside a table is fair game for its VACUUM.
+    ``warehouse`` None: it is not on this file system (S3), only Delta tables here are looked for."""
+    target = path.resolve()
+    root = None if warehouse is None else warehouse.resolve()
+    if root is not None and (target == root or target.is_relative_to(root)):
         return f"it resolves to {target}, inside the warehouse {root}"
     table = delta_table_holding(target)
     if table is not None:
@@ -160,7 +162,7 @@ def table_overlap(path: Path, warehouse: Path, *, below: bool) -> str | None:
         return f"it resolves to {target}{where} (a directory holding a _delta_log)"
     if not below:
         return None
-    if root.is_relative_to(target):
+    if root is not None and root.is_relative_to(target):
         return f"it resolves to {target}, which holds the warehouse {root}"
     nested = delta_table_below(target)
     if nested is not None:

@@ -24,14 +24,18 @@ from rich.text import Text
 from logstore_cli.cli.context import Context, make_context, parse_pairs
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, clean, key_value_table
-from logstore_cli.config import Overrides, Uses, local_path
+from logstore_cli.config import STORAGE_DOC, Overrides, Uses, local_path
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.ingest import plan
 from logstore_cli.ingest.outside import describe_all
 
 if TYPE_CHECKING:
+    from logstore_cli.catalog.delta_log import TableLocation
     from logstore_cli.ingest.epoch import CarryReport, EpochReport
     from logstore_cli.jobs.ingest import IngestJob, RunSummary
+    from logstore_cli.storage import Storage
+    from logstore_cli.storage.s3 import S3Storage
+    from logstore_cli.storage.uri import StorageURI
 
 SOURCE_PANEL = "Source"
 GENERATE_PANEL = "Generated source (--source generate)"
@@ -81,13 +85,21 @@ def build_job(
     skip_outside_through: int | None = None,
 ) -> IngestJob:
     """Everything the job needs, checked before Spark starts (bad input is exit 2 at once)."""
+    from logstore_cli.catalog.delta_log import spark_path
     from logstore_cli.jobs.ingest import IngestJob, KafkaTarget
     from logstore_cli.jobs.sources import SourceRequest
 
+    on_s3: StorageURI | None = None
     if checkpoint is not None and checkpoint.strip():
-        checkpoint = local_path(checkpoint, "--checkpoint")  # before any I/O: bad input is exit 2
-    stored = ctx.load_table(table)
-    spec = stored.spec
+        # Before any I/O: bad input is exit 2.
+        checkpoint, on_s3 = checkpoint_location(checkpoint, remote=ctx.remote)
+    location: TableLocation
+    if ctx.remote:
+        stored_on = ctx.load_table_on(table)
+        spec, location = stored_on.spec, stored_on.ref.storage
+    else:
+        stored = ctx.load_table(table)
+        spec, location = stored.spec, stored.ref.path
     stores = plan.resolve_stores(spec, emit)
     columns = plan.resolve_columns(spec, op_column, sequence_column)
     src = plan.parse_source(
@@ -125,10 +137,18 @@ def build_job(
         kafka_client=client if log is not None else dict(ctx.config.kafka.client),
         once=once,
     )
-    paths = plan.JobPaths(str(stored.ref.path), plan.check_job_name(job), checkpoint)
+    paths = plan.JobPaths(spark_path(location), plan.check_job_name(job), checkpoint)
+    checkpoint_storage: Storage | None = None
+    if on_s3 is not None:
+        from logstore_cli.storage import open_storage
+
+        checkpoint_storage = open_storage(on_s3)
+    elif checkpoint is None and not isinstance(location, Path):
+        # docs/cluster.md section 5: beside the table, on its storage (never the driver's disk).
+        checkpoint_storage = location.child(f"{plan.STATE_DIR}/checkpoints/{paths.job}")
     return IngestJob(
         table=spec,
-        table_path=stored.ref.path,
+        location=location,
         paths=paths,
         stores=stores,
         source=request,
@@ -138,7 +158,37 @@ def build_job(
         lease_ttl_s=lease_ttl_s,
         max_epochs=max_epochs,
         skip_outside_through=skip_outside_through,
+        checkpoint_storage=checkpoint_storage,
     )
+
+
+def checkpoint_location(text: str, *, remote: bool) -> tuple[str, StorageURI | None]:
+    """``--checkpoint`` as Spark is given it, and its S3 location when it is on S3 (an ``s3://``
+    or ``s3a://`` URI, named ``s3a://`` for Spark); a local path otherwise. Pure: exit 2 for a
+    checkpoint on S3 when the warehouse is not (Spark would have no S3 connector), for any other
+    URI, and for a bucket's root."""
+    from logstore_cli.storage.uri import parse_storage_uri
+
+    if not re.match(r"(?i)s3a?://", text.strip()):
+        return local_path(text, "--checkpoint"), None
+    if not remote:
+        raise InvalidInputError(
+            f"--checkpoint {text.strip()} is on S3, which is not supported with a local "
+            "warehouse (the job's Spark gets the S3 connector for an S3 warehouse only)",
+            hint=f"give a local directory, or put the warehouse on S3; see {STORAGE_DOC}",
+        )
+    try:
+        uri = parse_storage_uri(text)
+    except InvalidInputError as exc:
+        raise InvalidInputError(
+            exc.message.replace("the warehouse", "--checkpoint", 1), hint=exc.hint
+        ) from None
+    if not uri.segments:
+        raise InvalidInputError(
+            f"--checkpoint {text.strip()} is a bucket's root",
+            hint="give a prefix of its own, e.g. s3://bucket/checkpoints/orders",
+        )
+    return f"s3a://{uri.bucket}/{uri.prefix}", uri
 
 
 class Coerced:
@@ -524,7 +574,7 @@ def ingest(
         else:
             sys.stdout.write(shlex.join(command) + "\n")
         return
-    check_local_source(ingest_job, ctx.warehouse, warn=out.warning)
+    check_local_source(ingest_job, None if ctx.remote else ctx.warehouse, warn=out.warning)
     coerced = Coerced()
     summary = _run(ctx, out, table, ingest_job, coerced)
     done = summary.to_json()
@@ -562,7 +612,7 @@ def ingest(
 
 
 def check_local_source(
-    job: IngestJob, warehouse: Path, warn: Callable[[str], None] | None = None
+    job: IngestJob, warehouse: Path | None, warn: Callable[[str], None] | None = None
 ) -> None:
     """What can be checked of a local source and checkpoint before Spark starts (a minute saved);
     a remote URI (hdfs://, s3a://) is left to Spark, which checks the source again in any case.
@@ -574,12 +624,16 @@ def check_local_source(
     included) as input and write old values back; a checkpoint inside a table is fair game for
     its VACUUM. Files that are not regular files (a FIFO, a socket, a device) are named in a
     warning: the job skips them, since opening a FIFO waits for a writer for ever.
+    ``warehouse`` None: the warehouse is on S3 (local paths are checked against Delta tables
+    only, a checkpoint on S3 against the tables below its bucket's prefixes).
     """
     from logstore_cli.catalog.warehouse import table_overlap
 
     own = plan.JobPaths(job.paths.table, job.paths.job).checkpoint
     override = job.paths.checkpoint_override
-    if override is not None:
+    if override is not None and job.checkpoint_storage is not None:
+        check_checkpoint_on_storage(job, own)
+    elif override is not None:
         path = Path(override)
         if not path.resolve().is_relative_to(Path(own).resolve().parent):
             why = table_overlap(path, warehouse, below=False)
@@ -627,6 +681,44 @@ def check_local_source(
                 f"{'is' if len(odd) == 1 else 'are'} not a regular file (a FIFO, socket or "
                 f"device): {shown}"
             )
+
+
+def check_checkpoint_on_storage(job: IngestJob, own: str) -> None:
+    """A ``--checkpoint`` on S3 must not lie inside a Delta table (the job's own
+    ``<table>/_logstore/checkpoints/`` excepted): not below the warehouse, nor below any prefix of
+    its bucket holding a ``_delta_log``. Keys are compared segment by segment (never normalized)."""
+    from logstore_cli.storage.s3 import S3Storage
+
+    target, table = job.checkpoint_storage, job.location
+    if not isinstance(target, S3Storage) or not isinstance(table, S3Storage):
+        return
+    at = _segments(target)
+    same_bucket = target.bucket == table.bucket
+    if same_bucket and at[: len(_segments(table)) + 2] == (*_segments(table), plan.STATE_DIR,
+                                                          "checkpoints"):  # fmt: skip
+        return  # below the job's own <table>/_logstore/checkpoints/
+    warehouse = _segments(table)[:-2]  # <warehouse>/<database>/<table>
+    why: str | None = None
+    if same_bucket and at[: len(warehouse)] == warehouse:
+        why = f"it is below the warehouse s3://{table.bucket}/{'/'.join(warehouse)}"
+    else:
+        bucket = S3Storage.open(target.bucket, (), target.settings)
+        for depth in range(len(at), 0, -1):
+            prefix = "/".join(at[:depth])
+            listing = bucket.list(f"{prefix}/_delta_log")
+            if listing.files or listing.dirs:
+                why = f"s3://{target.bucket}/{prefix} holds a _delta_log (a Delta table)"
+                break
+    if why is not None:
+        raise InvalidInputError(
+            f"--checkpoint {job.paths.checkpoint} is inside a table's files: {why}",
+            hint="give a prefix outside the warehouse and outside any Delta table, or leave "
+            f"--checkpoint out (the job's own: {own})",
+        )
+
+
+def _segments(storage: S3Storage) -> tuple[str, ...]:
+    return tuple(storage.prefix.split("/")[:-1])  # the prefix ends with '/'
 
 
 def non_regular_files(path: Path, *, limit: int = 2_000) -> list[Path]:

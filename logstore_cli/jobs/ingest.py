@@ -4,10 +4,13 @@ micro-batch (an *epoch*) to the Kafka log and the Delta table, exactly once (doc
 The protocol itself, step by step, is ``logstore_cli/ingest/epoch.py`` (pure); this module gives it
 its ports over Spark and the stores: ``SparkQuarantine`` (malformed records), ``KafkaLogSink``
 (the driver's idempotent producer: records and markers), ``DeltaCommitter`` (MERGE with Delta's
-idempotent-write transaction ids; the commit point), and the lease (``catalog/lease.py``).
+idempotent-write transaction ids; the commit point), and the lease (``catalog/lease.py``; on S3
+``catalog/storage_lease.py``).
 
 The job is the table's one writer (a lease under the table) and names its writer id in the
-checkpoint. A test-only fault hook (``LOGSTORE_FAULT_KILL_AT``) kills the process at a crash point.
+checkpoint. The table has two names: its *location* (a local directory, or a ``Storage`` rooted at
+it on S3), through which logstore reads and writes everything of its own, and the URI Spark opens
+(``spark_path``: the same directory, or ``s3a://…``). A test-only fault hook (``LOGSTORE_FAULT_KILL_AT``) kills the process at a crash point.
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from logstore_cli.catalog import epochs
+from logstore_cli.catalog.delta_log import TableLocation, delta_rs_args, spark_path
 from logstore_cli.catalog.lease import LeaseLostError, local_time
 from logstore_cli.catalog.outside import Follower, only_maintenance_since
 from logstore_cli.catalog.schema_watch import SchemaWatch
@@ -82,10 +86,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-    from logstore_cli.catalog.lease import Lease
+    from logstore_cli.catalog.lease import HeldLease
     from logstore_cli.jobs.sources import SourceRequest
     from logstore_cli.kafka.admin import KafkaAdmin
     from logstore_cli.kafka.producer import LogProducer
+    from logstore_cli.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +133,18 @@ class KafkaTarget:
     timeout_s: float
 
 
+# Where logstore's own files of a job live (the writer id, the outside-write state, quarantine): a
+# local directory, or a ``Storage`` (S3) rooted there. Spark gets the matching text (``paths``).
+StateLocation: TypeAlias = "Path | Storage"
+
+
 @dataclass(frozen=True)
 class IngestJob:
     table: TableSpec
-    table_path: Path
-    paths: plan.JobPaths
+    # The table as logstore reads and writes it (its Delta log, the lease): a directory, or a
+    # ``Storage`` rooted at the table. Spark gets ``table_uri``; never a Path made of a URI.
+    location: TableLocation
+    paths: plan.JobPaths  # what Spark is given (``paths.table`` is ``table_uri``)
     stores: plan.Stores
     source: SourceRequest
     kafka: KafkaTarget | None  # None when the job writes no log
@@ -143,10 +155,28 @@ class IngestJob:
     # Outside writes at or below this Delta version are not carried into the log (the user chose
     # to go on without them: e.g. no Change Data Feed was recorded for them).
     skip_outside_through: int | None = None
+    # The checkpoint as logstore reads and writes in it (the writer id), when not the local
+    # directory ``paths.checkpoint`` names (a checkpoint on S3).
+    checkpoint_storage: Storage | None = None
 
     @property
-    def checkpoint(self) -> Path:
+    def table_uri(self) -> str:
+        """The table as Spark opens it (the local path, or ``s3a://…``)."""
+        return spark_path(self.location)
+
+    @property
+    def checkpoint(self) -> StateLocation:
+        """The checkpoint as logstore reads and writes in it (Spark gets ``paths.checkpoint``)."""
+        if self.checkpoint_storage is not None:
+            return self.checkpoint_storage
         return Path(self.paths.checkpoint)
+
+    @property
+    def quarantine(self) -> StateLocation:
+        """Where the job's quarantine files go: below the table, on its storage."""
+        if isinstance(self.location, Path):
+            return Path(self.paths.quarantine)
+        return self.location.child(f"{plan.STATE_DIR}/quarantine/{self.paths.job}")
 
 
 @dataclass
@@ -173,9 +203,11 @@ class RunSummary:
 # -- writer id ------------------------------------------------------------------------------------
 
 
-def writer_id(checkpoint: Path) -> str:
+def writer_id(checkpoint: StateLocation) -> str:
     """The job's writer id, kept in its checkpoint: the same across restarts, new with a new or
     deleted checkpoint (batch ids restart at 0 then, and an old id would make Delta skip them)."""
+    if not isinstance(checkpoint, Path):
+        return _stored_writer_id(checkpoint)
     path = checkpoint / WRITER_FILE
     try:
         data = json.loads(path.read_text("utf-8"))
@@ -207,6 +239,46 @@ def writer_id(checkpoint: Path) -> str:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
     return writer
+
+
+def _parse_writer(data: bytes, where: str) -> str:
+    try:
+        writer = json.loads(data.decode("utf-8"))["writer"]
+        if not isinstance(writer, str) or not writer:
+            raise ValueError("no writer")
+    except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+        raise LogstoreError(
+            f"the checkpoint's writer id file {where} is unreadable: {exc}",
+            hint="delete the whole checkpoint to start the job over (it re-reads its source "
+            "from the beginning)",
+        ) from exc
+    return writer
+
+
+def _stored_writer_id(checkpoint: Storage) -> str:
+    """``writer_id`` of a checkpoint on object storage: created only if absent (of two jobs
+    starting on one checkpoint, both end up with the one id written first)."""
+    where = f"{checkpoint.uri}/{WRITER_FILE}"
+    blob = checkpoint.read(WRITER_FILE)
+    if blob is not None:
+        return _parse_writer(blob.data, where)
+    if checkpoint.list("offsets").files:
+        raise InvalidInputError(
+            f"the checkpoint {checkpoint.uri} has Spark progress but no writer id ({WRITER_FILE})",
+            hint="it was not made by logstore ingest, or was partly deleted: delete all of it "
+            "to start over, or pass another --checkpoint",
+        )
+    writer = "w-" + secrets.token_hex(8)
+    data = json.dumps({"writer": writer, "created_ms": int(time.time() * 1000)}).encode()
+    if checkpoint.put_if_absent(WRITER_FILE, data) is not None:
+        return writer
+    blob = checkpoint.read(WRITER_FILE)  # another start wrote it first: its id is the one
+    if blob is None:
+        raise LogstoreError(
+            f"the checkpoint's writer id file {where} vanished while it was created",
+            hint="another process deletes this checkpoint: stop it, then start the job again",
+        )
+    return _parse_writer(blob.data, where)
 
 
 def new_attempt() -> str:
@@ -319,9 +391,10 @@ class SparkBatch:
 
 
 class SparkQuarantine:
-    """``Quarantine``: the batch's malformed records, one file per writer and epoch."""
+    """``Quarantine``: the batch's malformed records, one file per writer and epoch, in a local
+    directory or below the table on its ``Storage`` (one whole-object put: atomic there)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: StateLocation) -> None:
         self.directory = directory
 
     def write(self, batch: SparkBatch, writer: str, epoch: int) -> int:
@@ -330,21 +403,25 @@ class SparkQuarantine:
         found = bad.collect()  # reads the source into the cache
         # Named by writer and epoch: a retry rewrites its own file, a new writer (a deleted
         # checkpoint restarts at epoch 0) never overwrites an old one.
-        target = self.directory / f"{writer}-epoch-{epoch:020d}.jsonl"
+        name = f"{writer}-epoch-{epoch:020d}.jsonl"
         if not found:
             return 0
+        lines = [
+            json.dumps(
+                {"reason": reason, "raw": raw, "source": origin, "writer": writer, "epoch": epoch},
+                ensure_ascii=False,
+            )
+            + "\n"
+            for reason, raw, origin in found
+        ]
+        if not isinstance(self.directory, Path):
+            self.directory.write(name, "".join(lines).encode("utf-8"))  # a retry replaces it
+            return len(found)
+        target = self.directory / name
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.tmp")  # a killed write's leftover is reused
         with tmp.open("w", encoding="utf-8") as fh:
-            for reason, raw, origin in found:
-                record = {
-                    "reason": reason,
-                    "raw": raw,
-                    "source": origin,
-                    "writer": writer,
-                    "epoch": epoch,
-                }
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            fh.writelines(lines)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)  # a retried epoch rewrites the same file: counted once
@@ -546,9 +623,12 @@ class DeltaCommitter:
     """``TableCommitter``: the Delta table, read through its log, written with MERGE (append
     without a key) and Delta's idempotent-write transaction ids."""
 
-    def __init__(self, table: TableSpec, path: Path, spark: SparkSession | None = None) -> None:
+    def __init__(
+        self, table: TableSpec, path: TableLocation, spark: SparkSession | None = None
+    ) -> None:
         self.name = table.name
-        self.path = path
+        self.path = path  # the Delta log as logstore reads it (epochs, fences)
+        self.uri = spark_path(path)  # the table as Spark opens it
         self.spark = spark  # for commits without a batch (``mark``)
         self.columns = [c.name for c in table.columns]
         self.keys = list(table.primary_key)
@@ -636,7 +716,7 @@ class DeltaCommitter:
         The fence's Delta version; None when the writer was fenced already."""
         if self.spark is None:
             raise LogstoreError("a commit without data needs the job's Spark session")
-        path = str(self.path)
+        path = self.uri
         for _ in range(FENCE_ATTEMPTS):
             state = epochs.writer_txn(self.path, fence.fenced)
             if state.fenced:
@@ -672,17 +752,18 @@ class DeltaCommitter:
         None when the writer was not fenced."""
         from deltalake import DeltaTable
 
-        from logstore_cli.provision.delta_log import ENGINE, put_if_absent
+        from logstore_cli.provision.delta_log import ENGINE, put_commit, put_if_absent
 
         for _ in range(FENCE_ATTEMPTS):
             state = epochs.writer_txn(self.path, writer)
             if not state.fenced:
                 return None
+            uri, options = delta_rs_args(self.path)
             try:
-                dt = DeltaTable(str(self.path))
+                dt = DeltaTable(uri, storage_options=options)
                 config = dict(dt.metadata().configuration)
             except Exception as exc:  # delta-rs' own errors
-                raise LogstoreError(f"cannot read the Delta table at {self.path}: {exc}") from exc
+                raise LogstoreError(f"cannot read the Delta table at {self.uri}: {exc}") from exc
             version = dt.version() + 1
             now = int(time.time() * 1000)
             info: dict[str, Any] = {
@@ -710,7 +791,11 @@ class DeltaCommitter:
             }
             text = json.dumps({"commitInfo": info}, separators=(",", ":")) + "\n"
             text += json.dumps({"txn": txn}, separators=(",", ":")) + "\n"
-            if put_if_absent(self.path, version, text):
+            if (
+                put_if_absent(self.path, version, text)
+                if isinstance(self.path, Path)
+                else put_commit(self.path, version, text)  # If-None-Match: * on S3
+            ):
                 return version
         raise LogstoreError(
             f"could not take down the fence on writer {writer} of table {self.name}: other "
@@ -722,7 +807,7 @@ class DeltaCommitter:
         from delta.tables import DeltaTable
 
         good = batch.good
-        path = str(self.path)
+        path = self.uri
         meta = commit_metadata(eid, offsets)
         session: SparkSession = good.sparkSession  # the foreachBatch clone: see design.md §8
         if not self.keys:
@@ -798,7 +883,7 @@ class DeltaCommitter:
             conf.set(key, value)
         try:
             metrics = (
-                DeltaTable.forPath(self.spark, str(self.path))
+                DeltaTable.forPath(self.spark, self.uri)
                 .optimize()
                 .executeCompaction()
                 .collect()[0]["metrics"]
@@ -824,7 +909,7 @@ class DeltaCommitter:
         with its transaction id and metadata, and skips it when the id is already recorded)."""
         if self.spark is None:
             raise LogstoreError("a commit without data needs the job's Spark session")
-        path = str(self.path)
+        path = self.uri
         schema = self.spark.read.format("delta").load(path).schema
         (
             self.spark.createDataFrame([], schema)
@@ -849,12 +934,17 @@ class DeltaCommitter:
         )
 
 
-def _table_id(path: Path) -> str | None:
+def _shown(location: StateLocation) -> str:
+    return str(location) if isinstance(location, Path) else location.uri
+
+
+def _table_id(path: TableLocation) -> str | None:
     """The Delta table's id (``metaData.id``): a table created again at the same path has another."""
     from deltalake import DeltaTable
 
+    uri, options = delta_rs_args(path)
     try:
-        return str(DeltaTable(str(path)).metadata().id)
+        return str(DeltaTable(uri, storage_options=options).metadata().id)
     except Exception:  # delta-rs' own errors: the job's first commit says what is wrong
         return None
 
@@ -880,18 +970,19 @@ class DeltaOutsideWrites:
         self,
         spark: SparkSession,
         table: TableSpec,
-        path: Path,
+        path: TableLocation,
         skip_through: int | None = None,
-        checkpoint: Path | None = None,
+        checkpoint: StateLocation | None = None,
     ) -> None:
         self.spark = spark
         self.table = table
-        self.path = path
+        self.path = path  # the Delta log as logstore reads it
+        self.uri = spark_path(path)  # the table as Spark opens it
         self.skip_through = skip_through
         # Where the job keeps the version through which it found nothing left to carry: a
         # restart reads the commits after it, not the whole log (1.3M files after a month of 2 s
         # epochs, at about 0.25 ms each).
-        self.state = None if checkpoint is None else checkpoint / OUTSIDE_FILE
+        self.checkpoint = checkpoint
         self.table_id = _table_id(path) if checkpoint is not None else None
         self.follower = Follower(path, known=self._known())
         self._saved = self.follower.known
@@ -899,12 +990,19 @@ class DeltaOutsideWrites:
         self.keys = list(table.primary_key)
 
     def _known(self) -> int | None:
-        if self.state is None:
+        if self.checkpoint is None:
             return None
         try:
-            saved = json.loads(self.state.read_text("utf-8"))
+            if isinstance(self.checkpoint, Path):
+                text = (self.checkpoint / OUTSIDE_FILE).read_bytes()
+            else:
+                blob = self.checkpoint.read(OUTSIDE_FILE)
+                if blob is None:
+                    return None
+                text = blob.data
+            saved = json.loads(text)
             value, table_id = saved.get("checked_through"), saved.get("table_id")
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, LogstoreError):
             return None  # none yet, or unreadable: the first look reads the whole log
         if table_id is None or table_id != self.table_id:
             return None  # another table at this path (dropped and created again)
@@ -912,15 +1010,19 @@ class DeltaOutsideWrites:
 
     def _remember(self, through: int) -> None:
         """Keep ``through`` in the checkpoint: every outside write up to it is carried."""
-        if self.state is None or through == self._saved:
+        if self.checkpoint is None or through == self._saved:
             return
-        tmp = self.state.with_name(f".{self.state.name}.{os.getpid()}")
+        saved = json.dumps({"checked_through": through, "table_id": self.table_id})
         try:
-            saved = {"checked_through": through, "table_id": self.table_id}
-            tmp.write_text(json.dumps(saved), "utf-8")
-            os.replace(tmp, self.state)
-        except OSError as exc:  # only a saving: the next start reads more of the log
-            log.info("could not save %s: %s", self.state, exc)
+            if isinstance(self.checkpoint, Path):
+                state = self.checkpoint / OUTSIDE_FILE
+                tmp = state.with_name(f".{state.name}.{os.getpid()}")
+                tmp.write_text(saved, "utf-8")
+                os.replace(tmp, state)
+            else:
+                self.checkpoint.write(OUTSIDE_FILE, saved.encode("utf-8"))  # a whole-object put
+        except (OSError, LogstoreError) as exc:  # only a saving: the next start reads more
+            log.info("could not save %s in %s: %s", OUTSIDE_FILE, _shown(self.checkpoint), exc)
             return
         self._saved = through
 
@@ -976,7 +1078,7 @@ class DeltaOutsideWrites:
                 .option("readChangeFeed", "true")
                 .option("startingVersion", version)
                 .option("endingVersion", version)
-                .load(str(self.path))
+                .load(self.uri)
             )
         except Exception as exc:
             raise self._unreadable((commit,), exc) from exc
@@ -992,7 +1094,7 @@ class DeltaOutsideWrites:
         now = (
             self.spark.read.format("delta")
             .option("versionAsOf", str(through))
-            .load(str(self.path))
+            .load(self.uri)
             .select(*[F.col(_name(c)) for c in self.columns])
         )
         present = now.join(touched, on=self.keys, how="left_semi")
@@ -1011,7 +1113,7 @@ class DeltaOutsideWrites:
         ).unionByName(self._frame(gone, F.lit("-D"), after, F.lit(ORDER["delete"])))
 
     def _empty(self) -> DataFrame:
-        schema = self.spark.read.format("delta").load(str(self.path)).schema
+        schema = self.spark.read.format("delta").load(self.uri).schema
         empty = self.spark.createDataFrame([], schema)
         return self._frame(empty, F.lit(None).cast("string"), F.lit(0), F.lit(0))
 
@@ -1033,7 +1135,7 @@ class DeltaOutsideWrites:
         self, commits: tuple[OutsideCommit, ...], exc: BaseException
     ) -> OutsideWriteError:
         text = str(exc)
-        name, path = self.table.name, self.path
+        name, path = self.table.name, self.uri
         what = describe_all(commits)
         ddl = f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
         m = re.search(r"not\s+recorded\s+for\s+version\s+\[(\d+)\]", text)
@@ -1136,7 +1238,7 @@ def protocol_for(
     spark: SparkSession,
     job: IngestJob,
     writer: str,
-    lease: Lease,
+    lease: HeldLease,
     producer: LogProducer | None,
     admin: KafkaAdmin | None,
     max_bytes: int | None = None,
@@ -1147,17 +1249,17 @@ def protocol_for(
     log = None
     if job.stores.log and job.kafka is not None and producer is not None and admin is not None:
         log = KafkaLogSink(job.table, producer, admin, job.kafka.topic, max_bytes)
-    table = DeltaCommitter(job.table, job.table_path, spark) if job.stores.file else None
+    table = DeltaCommitter(job.table, job.location, spark) if job.stores.file else None
     outside = None  # carried only by a job that writes both stores
     if log is not None and table is not None:
         outside = DeltaOutsideWrites(
-            spark, job.table, job.table_path, job.skip_outside_through, job.checkpoint
+            spark, job.table, job.location, job.skip_outside_through, job.checkpoint
         )
     return EpochProtocol(
         writer,
         log=log,
         table=table,
-        quarantine=SparkQuarantine(Path(job.paths.quarantine)),
+        quarantine=SparkQuarantine(job.quarantine),
         lease=lease,
         commit_margin_s=job.lease_ttl_s / 3,
         new_attempt=new_attempt,
@@ -1166,7 +1268,7 @@ def protocol_for(
         on_carry=on_carry,
         compact_every=plan.compact_every(job.table),
         schema=SchemaWatch(
-            job.table_path,
+            job.location,
             job.table.name,
             [c.name for c in job.table.columns],
             {c.name: c.type for c in job.table.columns},
@@ -1183,19 +1285,32 @@ class IngestRun:
 
     query: StreamingQuery
     writer: EpochWriter
-    lease: Lease
+    lease: HeldLease
     markers: LogProducer | None
     closers: list[Callable[[], None]] = field(default_factory=list)
 
 
-def acquire_lease(job: IngestJob) -> Lease:
-    """The table's writer lease for this job (before Spark starts: a refusal comes at once)."""
+def acquire_lease(job: IngestJob) -> HeldLease:
+    """The table's writer lease for this job (before Spark starts: a refusal comes at once):
+    ``flock`` on a local table (``Lease``), conditional writes on object storage
+    (``StorageLease``)."""
     from logstore_cli.catalog.lease import Lease
 
-    return Lease.acquire(job.table_path, job.paths.job, job.lease_ttl_s, table=job.table.name)
+    name, ttl = job.table.name, job.lease_ttl_s
+    if isinstance(job.location, Path):
+        return Lease.acquire(job.location, job.paths.job, ttl, table=name)
+    from logstore_cli.catalog.storage_lease import acquire_lease as acquire_on
+
+    return acquire_on(job.location, job.paths.job, ttl, table=name)
 
 
-def take_over(spark: SparkSession, job: IngestJob, writer: str, lease: Lease) -> list[int]:
+def _spark_checkpoint(job: IngestJob) -> str:
+    """The checkpoint as Spark is given it: the local path as before, or the ``s3a://`` URI."""
+    checkpoint = job.checkpoint
+    return str(checkpoint) if isinstance(checkpoint, Path) else job.paths.checkpoint
+
+
+def take_over(spark: SparkSession, job: IngestJob, writer: str, lease: HeldLease) -> list[int]:
     """Before this job's first Delta commit (docs/consistency.md §6, "The fence"): take down a
     fence on its own writer (it holds the lease now), fence the writers of the leases it took over
     that were not released, then record its writer in the lease. The fence commits' versions."""
@@ -1203,7 +1318,7 @@ def take_over(spark: SparkSession, job: IngestJob, writer: str, lease: Lease) ->
     owed = [w for w in info.unfenced if w != writer]
     fenced: list[int] = []
     if job.stores.file:
-        table = DeltaCommitter(job.table, job.table_path, spark)
+        table = DeltaCommitter(job.table, job.location, spark)
         lease.check()
         table.unfence(writer)
         for other in owed:
@@ -1280,7 +1395,7 @@ def _source_done(run: IngestRun) -> bool:
 def start(
     spark: SparkSession,
     job: IngestJob,
-    lease: Lease,
+    lease: HeldLease,
     *,
     on_epoch: Callable[[EpochReport], None],
     on_start: Callable[[str], None] = lambda writer: None,
@@ -1318,7 +1433,7 @@ def start(
         epoch_writer = EpochWriter(job, protocol, on_epoch)
         writer_stream = (
             stream.writeStream.queryName(f"logstore-ingest-{job.paths.job}")
-            .option("checkpointLocation", str(job.checkpoint))
+            .option("checkpointLocation", _spark_checkpoint(job))
             .foreachBatch(epoch_writer)
         )
         if job.once and isinstance(job.source.spec, plan.GenerateSource):

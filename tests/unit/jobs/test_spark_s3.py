@@ -202,3 +202,57 @@ def test_a_local_warehouse_has_no_spark_s3_settings(
 
     monkeypatch.setenv("LOGSTORE_WAREHOUSE", str(tmp_path / "wh"))
     assert make_context(cfg.Overrides()).spark_s3 is None
+
+
+def test_the_printed_ingest_on_s3_leaves_out_keys_given_in_the_config_and_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Keys in ``[spark.conf]`` (secret settings, handed to the running JVM by the driver) and in
+    the environment (read by the JVM's own chain) reach no argument of the printed command; the
+    S3 jars and the s3a settings do, and the job's S3 checkpoint is passed on as given."""
+    from logstore_cli import config as cfg
+    from logstore_cli.cli.context import make_context
+    from logstore_cli.cli.ingest import spark_submit_command
+
+    for var in [*cfg.ENV_VARS, cfg.CONFIG_ENV]:
+        monkeypatch.delenv(var, raising=False)
+    config = tmp_path / "logstore.toml"
+    config.write_text(
+        'warehouse = "s3://bucket-1/wh"\n'
+        "[spark.conf]\n"
+        '"spark.hadoop.fs.s3a.access.key" = "AKIDFROMCONFIG"\n'
+        '"spark.hadoop.fs.s3a.secret.key" = "config-secret-value"\n'
+        '"spark.hadoop.fs.s3a.connection.maximum" = "64"\n',
+        "utf-8",
+    )
+    for name, value in {
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        "AWS_ACCESS_KEY_ID": "AKIDFROMENV",
+        "AWS_SECRET_ACCESS_KEY": "env-secret-value",
+        "AWS_SESSION_TOKEN": "env-session-token",
+        "LOGSTORE_STATE_DIR": str(tmp_path / "state"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(
+        deps, "ensure_classpath", lambda cp, **_: [Path(f"/cache/{cp.value}/{cp.value}.jar")]
+    )
+    ctx = make_context(cfg.Overrides(config_path=config))
+    argv = ["ingest", "shop.orders", "--source", "in", "--checkpoint", "s3://bucket-1/cp/orders",
+            "--print-spark-submit"]  # fmt: skip
+    command = spark_submit_command(None, ctx, argv)  # type: ignore[arg-type]
+
+    assert command[command.index("--jars") + 1].split(",") == [
+        "/cache/spark/spark.jar",
+        "/cache/s3/s3.jar",
+    ]
+    confs = dict(command[i + 1].split("=", 1) for i, arg in enumerate(command) if arg == "--conf")
+    assert confs[H + "endpoint"] == "http://127.0.0.1:9"
+    assert confs[H + "path.style.access"] == "true"
+    assert confs[H + "aws.credentials.provider"] == S3A_DEFAULT_CHAIN
+    assert confs[H + "connection.maximum"] == "64"  # the user's own, not secret: kept
+    assert H + "access.key" not in confs and H + "secret.key" not in confs
+    assert command[command.index("--config") + 1] == str(config.absolute())
+    assert command[command.index("--checkpoint") + 1] == "s3://bucket-1/cp/orders"
+    for secret in ("AKIDFROMCONFIG", "config-secret-value", "AKIDFROMENV", "env-secret-value",
+                   "env-session-token"):  # fmt: skip
+        assert not any(secret in arg for arg in command), secret

@@ -28,7 +28,7 @@ def _owing(table: Path) -> Lease:
 
 def _job(table: Path, *, file: bool) -> Any:
     return SimpleNamespace(
-        stores=SimpleNamespace(file=file), table=SimpleNamespace(name="db.t"), table_path=table,
+        stores=SimpleNamespace(file=file), table=SimpleNamespace(name="db.t"), location=table,
         paths=SimpleNamespace(job="b"),
     )  # fmt: skip
 

@@ -1,0 +1,172 @@
+"""``logstore ingest`` on an ``s3://`` warehouse of the real S3 server (issue 19), end to end through
+the CLI with nothing but ``LOGSTORE_WAREHOUSE`` and the standard AWS variables: ``create-table``
+there, an ingest of local JSON files whose Spark writes the Delta table on ``s3a://`` and its
+checkpoint beside it, the writer lease, writer id and quarantine written through the seam; then
+the stores agree (``read --mode log --consistent`` folds to ``read --mode file``, ``verify``),
+``status`` shows the epochs, a second ingest with updates and deletes and a rerun are exactly once.
+
+One test: each Spark job costs 20-40 s, so the set-up is shared and the file stays near 3 minutes.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+
+from tests.e2e.test_s3_tables_cli import Lake
+from tests.integration.jobs.ingest_support import (
+    Change,
+    changes,
+    fold,
+    normalized,
+    orders_ddl,
+    write_files,
+)
+
+pytestmark = pytest.mark.s3  # (integration too, as every test outside tests/unit)
+
+TABLE = "shop.orders"
+PREFIX = "lake/wh/shop/orders"
+State = dict[int, dict[str, Any]]
+
+
+@pytest.fixture
+def lake(s3_bucket: str, s3_env: dict[str, str], tmp_path: Path) -> Lake:
+    return Lake(s3_bucket, s3_env, tmp_path)
+
+
+def ingest(lake: Lake, *args: str) -> list[dict[str, Any]]:
+    """``ingest --once`` of the local source directory ``in``: its epoch events."""
+    done = lake.run("ingest", TABLE, "--source", str(lake.cwd / "in"), "--once", "--json", *args)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[-1]["event"] == "done"
+    return [e for e in events if e["event"] == "epoch"]
+
+
+def log_rows(lake: Lake) -> list[dict[str, Any]]:
+    done = lake.run("read", TABLE, "--mode", "log", "--consistent", "--from", "earliest",
+                    "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line, parse_float=Decimal) for line in done.stdout.splitlines()]
+
+
+def folded(lines: list[dict[str, Any]]) -> State:
+    state: State = {}
+    for line in lines:
+        key = int(line["row"]["id"])
+        if line["kind"] in ("-U", "-D"):
+            assert key in state, f"{line} removes a row the read never showed"
+            del state[key]
+        else:
+            state[key] = normalized(line["row"])
+    return state
+
+
+def file_rows(lake: Lake) -> State:
+    """``read --mode file``: the snapshot by delta-rs with the storage options, folded."""
+    done = lake.run("read", TABLE, "--mode", "file", "--json")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line, parse_float=Decimal) for line in done.stdout.splitlines()]
+    assert {line["kind"] for line in lines} <= {"+I"}
+    return folded(lines)
+
+
+def expected(log: list[Change]) -> State:
+    return {k: normalized(v) for k, v in fold(log).items()}
+
+
+def test_ingest_on_s3_writes_both_stores_exactly_once_with_the_job_state_on_s3(
+    lake: Lake, kafka_bootstrap: str, topic_name: str
+) -> None:
+    ddl = orders_ddl(TABLE, topic_name, kafka_bootstrap, partitions=2)
+    created = lake.ok("create-table", "--sql", ddl)
+    assert [r["status"] for r in created] == ["created"]
+
+    # The printed job carries the s3a settings, never the key (Lake.run checks every output).
+    printed = lake.run("ingest", TABLE, "--source", "in", "--print-spark-submit")
+    assert printed.returncode == 0, printed.stderr
+    assert "spark.hadoop.fs.s3a.endpoint=" in printed.stdout
+    assert "hadoop-aws-3.4.1.jar" in printed.stdout
+
+    # A --checkpoint on S3 inside a table's files is refused before anything runs (exit 2).
+    lake.put("elsewhere/t/_delta_log/00000000000000000000.json")
+    for inside, why in [
+        (f"s3://{lake.bucket}/lake/wh/shop/x", "below the warehouse"),
+        (f"s3a://{lake.bucket}/elsewhere/t/cp", "elsewhere/t holds a _delta_log"),
+        (f"s3://{lake.bucket}", "is a bucket's root"),
+    ]:
+        refused = lake.run("ingest", TABLE, "--source", "in", "--checkpoint", inside)
+        assert refused.returncode == 2 and why in refused.stderr, refused.stderr
+
+    everything = changes(130, keys=25, seed=5)
+    log, more = everything[:90], everything[90:]
+    write_files(lake.cwd / "in", [log[:50], log[50:]])
+    first = ingest(lake, "--source-option", "maxFilesPerTrigger=1")
+    assert [e["epoch"] for e in first] == [0, 1]
+    assert sum(e["quarantined"] for e in first) == 0
+
+    # Spark wrote the table and its checkpoint on S3, logstore its lease and writer id there;
+    # nothing landed on the local disk (no directory made of a URI).
+    objects = lake.objects()
+    state = f"{PREFIX}/_logstore"
+    assert f"{state}/lease.json" in objects
+    assert f"{state}/checkpoints/ingest/logstore-writer.json" in objects
+    assert any(k.startswith(f"{state}/checkpoints/ingest/offsets/") for k in objects)
+    assert f"{state}/checkpoints/ingest/logstore-outside.json" in objects  # the carry's state
+    assert any(k.startswith(f"{PREFIX}/_delta_log/") for k in objects)
+    assert sorted(p.name for p in lake.cwd.iterdir()) == ["in", "state"]
+    writer_file = _read_object(lake, f"{state}/checkpoints/ingest/logstore-writer.json")
+    writer = json.loads(writer_file)["writer"]
+
+    assert file_rows(lake) == expected(log)
+    assert folded(log_rows(lake)) == expected(log)
+    verified = lake.ok("verify", TABLE)
+    assert verified["equal"] is True and verified["delta_version"] == first[-1]["delta_version"]
+    status = lake.ok("status", TABLE)
+    assert [(w["writer"], w["epoch"], w["delta_version"]) for w in status["writers"]] == [
+        (writer, 1, first[-1]["delta_version"])
+    ]
+    assert status["lease"] is None  # released (a conditional overwrite) when the job ended
+
+    # Updates and deletes of live keys, and one malformed record: quarantined on S3.
+    write_files(lake.cwd / "in", [more], start=2)
+    bad = lake.cwd / "in" / "part-00003.json"
+    bad.write_text('{"id": 999, "name": "x", "qty": "not a number", "op": "+I"}\n', "utf-8")
+    second = ingest(lake)  # both new files in one epoch
+    assert [e["epoch"] for e in second] == [2]
+    assert sum(e["quarantined"] for e in second) == 1
+    quarantine = [k for k in lake.objects() if k.startswith(f"{state}/quarantine/ingest/")]
+    assert quarantine == [f"{state}/quarantine/ingest/{writer}-epoch-{2:020d}.jsonl"]
+    body = _read_object(lake, quarantine[0])
+    [record] = [json.loads(line) for line in body.decode().splitlines()]
+    assert record["writer"] == writer and record["epoch"] == 2 and "999" in record["raw"]
+    status = lake.ok("status", TABLE)
+    assert status["quarantined"] == {"total": 1, "jobs": {"ingest": 1}}
+    assert status["writers"][0]["epoch"] == 2
+
+    # The same source again: the checkpoint on S3 says it is done; nothing is written twice.
+    assert ingest(lake) == []
+    lines = log_rows(lake)
+    assert len(lines) == len(everything)  # each change once in the log: no duplicate
+    assert folded(lines) == file_rows(lake) == expected(everything)
+    verified = lake.ok("verify", TABLE)
+    assert verified["equal"] is True and verified["delta_version"] == second[-1]["delta_version"]
+    # A table written by Spark on s3a:// is a plain Delta table to delta-rs on s3://.
+    uri, options = f"s3://{lake.bucket}/{PREFIX}", lake_options(lake)
+    assert DeltaTable(uri, storage_options=options).version() == second[-1]["delta_version"]
+
+
+def _read_object(lake: Lake, key: str) -> bytes:
+    return bytes(lake.client.get_object(Bucket=lake.bucket, Key=key)["Body"].read())
+
+
+def lake_options(lake: Lake) -> dict[str, str]:
+    from logstore_cli.storage.s3 import S3Settings
+
+    return S3Settings.from_env(lake.env).delta_rs_options()
