@@ -1,0 +1,51 @@
+"""How the suite splits over xdist workers (tests/plugins/scheduling.py): modules sharing a server
+are one group, every other module its own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.plugins.scheduling import module_groups
+
+
+@dataclass
+class FakeItem:
+    nodeid: str
+    fixturenames: tuple[str, ...] = ()
+    markers: tuple[str, ...] = field(default=())
+
+    def iter_markers(self) -> Any:
+        return [getattr(pytest.mark, name).mark for name in self.markers]
+
+
+def test_modules_sharing_a_server_are_one_group_and_the_rest_their_own() -> None:
+    items = [
+        FakeItem("tests/a.py::t1", ("s3_server", "spark")),
+        FakeItem("tests/a.py::t2"),
+        FakeItem("tests/b.py::t1", ("s3_bucket", "s3_server")),
+        FakeItem("tests/c.py::t1", ("spark",)),
+        FakeItem("tests/d.py::t1", ("kafka_cluster",)),
+        FakeItem("tests/e.py::t1", (), ("terminal",)),
+    ]
+    groups = module_groups(items)  # type: ignore[arg-type]
+    assert groups == {
+        "tests/a.py": "s3",
+        "tests/b.py": "s3",
+        "tests/c.py": "tests/c.py",
+        "tests/d.py": "kafka-cluster",
+        "tests/e.py": "terminal",
+    }
+
+
+def test_a_module_using_two_servers_joins_their_groups() -> None:
+    items = [
+        FakeItem("tests/a.py::t1", ("s3_server",)),
+        FakeItem("tests/b.py::t1", ("pulsar",)),
+        FakeItem("tests/c.py::t1", ("s3_server",)),
+        FakeItem("tests/c.py::t2", ("pulsar",)),
+    ]
+    groups = module_groups(items)  # type: ignore[arg-type]
+    assert set(groups.values()) == {"pulsar+s3"}
