@@ -65,14 +65,15 @@ def has_commit(table: TableLocation, version: int) -> bool:
 
 def spark_path(table: TableLocation) -> str:
     """The table as Spark opens it: the local path, or the Hadoop URI of its ``Storage``
-    (``s3a://`` for S3). Only Spark gets this text: logstore's own reads and writes go through
+    (``s3a://`` for S3, ``hdfs://`` for HDFS). Only Spark gets this text: logstore's own reads and writes go through
     ``table`` itself, never through a path made of a URI."""
     if isinstance(table, Path):
         return str(table)
+    from logstore_cli.storage.hdfs import HdfsStorage
     from logstore_cli.storage.local import LocalStorage
     from logstore_cli.storage.s3 import S3Storage
 
-    if isinstance(table, S3Storage):
+    if isinstance(table, (S3Storage, HdfsStorage)):
         return table.spark_uri
     if isinstance(table, LocalStorage):
         return str(table.root)

@@ -92,7 +92,7 @@ def build_job(
     on_s3: StorageURI | None = None
     if checkpoint is not None and checkpoint.strip():
         # Before any I/O: bad input is exit 2.
-        checkpoint, on_s3 = checkpoint_location(checkpoint, remote=ctx.remote)
+        checkpoint, on_s3 = checkpoint_location(checkpoint, s3_warehouse=ctx.config.s3_warehouse)
     location: TableLocation
     if ctx.remote:
         stored_on = ctx.load_table_on(table)
@@ -162,19 +162,19 @@ def build_job(
     )
 
 
-def checkpoint_location(text: str, *, remote: bool) -> tuple[str, StorageURI | None]:
+def checkpoint_location(text: str, *, s3_warehouse: bool) -> tuple[str, StorageURI | None]:
     """``--checkpoint`` as Spark is given it, and its S3 location when it is on S3 (an ``s3://``
     or ``s3a://`` URI, named ``s3a://`` for Spark); a local path otherwise. Pure: exit 2 for a
-    checkpoint on S3 when the warehouse is not (Spark would have no S3 connector), for any other
+    checkpoint on S3 when the warehouse is not on S3 (Spark would have no S3 connector), for any other
     URI, and for a bucket's root."""
     from logstore_cli.storage.uri import parse_storage_uri
 
     if not re.match(r"(?i)s3a?://", text.strip()):
         return local_path(text, "--checkpoint"), None
-    if not remote:
+    if not s3_warehouse:
         raise InvalidInputError(
-            f"--checkpoint {text.strip()} is on S3, which is not supported with a local "
-            "warehouse (the job's Spark gets the S3 connector for an S3 warehouse only)",
+            f"--checkpoint {text.strip()} is on S3, which needs the warehouse on S3 too (the "
+            "job's Spark gets the S3 connector for an S3 warehouse only)",
             hint=f"give a local directory, or put the warehouse on S3; see {STORAGE_DOC}",
         )
     try:

@@ -163,22 +163,20 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
 
 
 # The commands that run on a remote (s3://, hdfs://) warehouse (issue 19, stages 2a and 2b): those
-# that need no Spark and read nothing but the table's own objects and Kafka; and, on S3 only,
-# ingest (its Spark on s3a://; Spark on hdfs:// is still to come).
-# 'read' refuses what needs Spark or a local path itself (read/service.py build_request).
+# that need no Spark and read nothing but the table's own objects and Kafka, and ingest (its Spark
+# on s3a:// or hdfs://). 'read' refuses what needs Spark or a local path itself
+# (read/service.py build_request).
 REMOTE_COMMANDS = frozenset(
     {"create-table", "list", "describe", "alter-table", "drop-table", "status", "history"}
-    | {"verify", "read"}
+    | {"verify", "read", "ingest"}
 )
-S3_COMMANDS = REMOTE_COMMANDS | {"ingest"}
 # Commands that read the warehouse setting only (never a table): not refused on a remote one.
 _WAREHOUSE_ANYWHERE = REMOTE_COMMANDS | {"setup"}
-_REMOTE_WORKS = (
+REMOTE_WORKS = (
     "create-table, list, describe, alter-table (--set, --unset, --add-column), drop-table, "
-    "status, history, verify, read (the consumer engine and delta-rs, not Spark)"
+    "status, history, verify, read (the consumer engine and delta-rs, not Spark) and ingest run "
+    "there today"
 )
-S3_WORKS = f"{_REMOTE_WORKS} and ingest run there today"
-HDFS_WORKS = f"{_REMOTE_WORKS} run there today (ingest on s3:// only, so far)"
 
 
 def refuse_remote_warehouse(
@@ -190,13 +188,10 @@ def refuse_remote_warehouse(
         config = load(config_path, os.environ, flags)
     except LogstoreError:  # the command reports a bad configuration itself, in its own order
         return
-    if config.s3_warehouse and command in S3_COMMANDS:
-        return
     if config.remote_warehouse:
-        works = S3_WORKS if config.s3_warehouse else HDFS_WORKS
         raise InvalidInputError(
             f"'{command}' does not run on {remote_kind(config.warehouse)} warehouse yet (issue 19 "
-            f"stage 2b): {works}",
+            f"stage 2b): {REMOTE_WORKS}",
             hint="run it on a local warehouse (--warehouse <dir>) until then; see "
             "docs/cluster.md, section 5",
         )

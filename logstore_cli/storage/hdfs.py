@@ -133,6 +133,12 @@ class HdfsStorage:
     def uri(self) -> str:
         return f"hdfs://{self._host}{self.path}".rstrip("/")
 
+    @property
+    def spark_uri(self) -> str:
+        """The same location as Spark names it: Hadoop's own ``hdfs://`` (pyspark's Hadoop client
+        has the connector; Delta's ``HDFSLogStore`` commits by an atomic rename there)."""
+        return self.uri
+
     def __repr__(self) -> str:
         return f"HdfsStorage({self.uri!r})"
 

@@ -155,9 +155,9 @@ def test_what_needs_spark_exits_2_and_changes_nothing(lake: Lake) -> None:
     before = lake.files()
     widened = lake.run("alter-table", "shop.orders", "--widen-column", "qty BIGINT")
     assert widened.returncode == 2 and "needs Spark" in widened.stderr
-    ingest = lake.run("ingest", "shop.orders", "--source", "generate", "--total", "5", "--once")
-    assert ingest.returncode == 2
-    assert "'ingest' does not run on an hdfs:// warehouse yet" in ingest.stderr
+    optimize = lake.run("optimize", "shop.orders")
+    assert optimize.returncode == 2
+    assert "'optimize' does not run on an hdfs:// warehouse yet" in optimize.stderr
     refused = lake.run("read", "shop.orders", "--mode", "file", "--engine", "spark")
     assert refused.returncode == 2 and "the Spark engine does not run there" in refused.stderr
     assert lake.files() == before

@@ -144,17 +144,17 @@ def test_the_job_takes_the_conditional_lease_on_s3_and_flock_locally(tmp_path: P
 
 @pytest.mark.parametrize("given", ["s3://bucket-2/ckpt/orders", "s3a://bucket-2/ckpt/orders/"])
 def test_a_checkpoint_on_s3_is_named_s3a_for_spark(given: str) -> None:
-    text, uri = checkpoint_location(given, remote=True)
+    text, uri = checkpoint_location(given, s3_warehouse=True)
     assert text == "s3a://bucket-2/ckpt/orders"
     assert uri is not None and (uri.bucket, uri.segments) == ("bucket-2", ("ckpt", "orders"))
-    assert checkpoint_location("/data/cp", remote=True) == ("/data/cp", None)
-    assert checkpoint_location("file:///data/cp", remote=False) == ("/data/cp", None)
+    assert checkpoint_location("/data/cp", s3_warehouse=True) == ("/data/cp", None)
+    assert checkpoint_location("file:///data/cp", s3_warehouse=False) == ("/data/cp", None)
 
 
 @pytest.mark.parametrize(
     ("given", "remote", "problem"),
     [
-        ("s3a://bucket-2/cp", False, "is on S3, which is not supported with a local warehouse"),
+        ("s3a://bucket-2/cp", False, "is on S3, which needs the warehouse on S3 too"),
         ("s3://bucket-2", True, "is a bucket's root"),
         ("s3://bucket-2/a/../b", True, "'..'"),
         ("s3://bucket-2/a%2e%2e/b", True, "'%'"),
@@ -165,6 +165,6 @@ def test_a_checkpoint_on_s3_is_named_s3a_for_spark(given: str) -> None:
 )
 def test_a_bad_checkpoint_is_input_error(given: str, remote: bool, problem: str) -> None:
     with pytest.raises(InvalidInputError) as info:
-        checkpoint_location(given, remote=remote)
+        checkpoint_location(given, s3_warehouse=remote)
     assert problem in info.value.message
     assert "secret" not in info.value.message

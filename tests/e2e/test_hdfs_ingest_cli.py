@@ -1,0 +1,103 @@
+"""``logstore ingest`` on an ``hdfs://`` warehouse of the real HDFS (issue 19), end to end through
+the CLI with nothing but ``LOGSTORE_WAREHOUSE``: Spark writes the Delta table on ``hdfs://`` (Delta's
+``HDFSLogStore``: commits by an atomic rename) and its checkpoint beside it; logstore writes the
+lease, the writer id and the carry's state through the HDFS backend; then the stores agree
+(``read --mode log --consistent`` folds to ``read --mode file``, ``verify``), ``status`` shows the
+epochs, and a rerun of the same source writes nothing twice.
+
+One test: each Spark job costs 20-40 s, so the set-up is shared.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+
+from logstore_cli.storage.hdfs_server import HdfsServerInfo
+from tests.e2e.test_hdfs_tables_cli import Lake
+from tests.integration.jobs.ingest_support import changes, fold, normalized, orders_ddl, write_files
+
+pytestmark = [pytest.mark.integration, pytest.mark.hdfs]
+
+TABLE = "shop.orders"
+State = dict[int, dict[str, Any]]
+
+
+@pytest.fixture
+def lake(hdfs_server: HdfsServerInfo, hdfs_dir: str, tmp_path: Path) -> Lake:
+    return Lake(hdfs_server, hdfs_dir, tmp_path)
+
+
+def ingest(lake: Lake) -> list[dict[str, Any]]:
+    """``ingest --once`` of the local source directory ``in``, a file an epoch: its epochs."""
+    done = lake.run("ingest", TABLE, "--source", str(lake.cwd / "in"), "--once", "--json",
+                    "--source-option", "maxFilesPerTrigger=1")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[-1]["event"] == "done"
+    return [e for e in events if e["event"] == "epoch"]
+
+
+def folded(lines: list[dict[str, Any]]) -> State:
+    state: State = {}
+    for line in lines:
+        key = int(line["row"]["id"])
+        if line["kind"] in ("-U", "-D"):
+            assert key in state, f"{line} removes a row the read never showed"
+            del state[key]
+        else:
+            state[key] = normalized(line["row"])
+    return state
+
+
+def read(lake: Lake, *args: str) -> list[dict[str, Any]]:
+    done = lake.run("read", TABLE, "--json", *args)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line, parse_float=Decimal) for line in done.stdout.splitlines()]
+
+
+def test_ingest_on_hdfs_writes_both_stores_exactly_once_with_the_job_state_on_hdfs(
+    lake: Lake, kafka_bootstrap: str, topic_name: str
+) -> None:
+    created = lake.ok("create-table", "--sql", orders_ddl(TABLE, topic_name, kafka_bootstrap,
+                                                          partitions=2))  # fmt: skip
+    assert [r["status"] for r in created] == ["created"]
+    everything = changes(90, keys=20, seed=7)
+    write_files(lake.cwd / "in", [everything[:50], everything[50:]])
+
+    epochs = ingest(lake)
+    assert [e["epoch"] for e in epochs] == [0, 1]
+
+    # Spark wrote the table and its checkpoint on HDFS, logstore its lease and writer id there;
+    # nothing landed on the local disk (no directory made of a URI).
+    files = lake.files()
+    state = "shop/orders/_logstore"
+    assert any(f.startswith(f"{state}/checkpoints/ingest/offsets/") for f in files)
+    assert any(f.startswith("shop/orders/_delta_log/") for f in files)
+    assert any("logstore-writer.json" in f for f in files)
+    assert any("lease.json" in f for f in files)
+    assert sorted(p.name for p in lake.cwd.iterdir()) == ["in", "state"]
+
+    want = {k: normalized(v) for k, v in fold(everything).items()}
+    snapshot = read(lake, "--mode", "file")
+    assert {line["kind"] for line in snapshot} <= {"+I"} and folded(snapshot) == want
+    log = read(lake, "--mode", "log", "--consistent", "--from", "earliest")
+    assert len(log) == len(everything) and folded(log) == want
+    verified = lake.ok("verify", TABLE)
+    assert verified["equal"] is True and verified["delta_version"] == epochs[-1]["delta_version"]
+    status = lake.ok("status", TABLE)
+    assert [(w["epoch"], w["delta_version"]) for w in status["writers"]] == [
+        (1, epochs[-1]["delta_version"])
+    ]
+    assert status["lease"] is None  # released when the job ended
+
+    # The same source again: the checkpoint on HDFS says it is done; nothing is written twice.
+    assert ingest(lake) == []
+    assert len(read(lake, "--mode", "log", "--consistent", "--from", "earliest")) == len(everything)
+    # A table Spark wrote on hdfs:// is a plain Delta table to delta-rs.
+    assert DeltaTable(f"{lake.uri}/shop/orders").version() == epochs[-1]["delta_version"]
