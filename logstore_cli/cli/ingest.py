@@ -81,7 +81,8 @@ def build_job(
     skip_outside_through: int | None = None,
 ) -> IngestJob:
     """Everything the job needs, checked before Spark starts (bad input is exit 2 at once)."""
-    from logstore_cli.jobs.ingest import IngestJob, KafkaTarget
+    from logstore_cli.cli.context import pulsar_admin_url
+    from logstore_cli.jobs.ingest import IngestJob, KafkaTarget, PulsarTarget
     from logstore_cli.jobs.sources import SourceRequest
 
     if checkpoint is not None and checkpoint.strip():
@@ -110,19 +111,26 @@ def build_job(
         )
     log = spec.log_store
     kafka = None
+    pulsar = None
     client: dict[str, str] = dict(ctx.config.kafka.client)
     if log is not None:
         client.update(log.client_properties)  # the table's own keys win, as in provisioning
-        if stores.log:
+        if stores.log and log.system == "pulsar":
+            pulsar = PulsarTarget(
+                log.address, pulsar_admin_url(ctx, log), log.topic, ctx.config.kafka.timeout_s
+            )
+        elif stores.log:
             kafka = KafkaTarget(log.address, client, log.topic, ctx.config.kafka.timeout_s)
+    kafka_log = log if log is not None and log.system != "pulsar" else None
     request = SourceRequest(
         spec=src,
         table=spec,
         columns=columns,
         options=source_options,
         coerce=coerce,
-        kafka_bootstrap=log.address if log is not None else ctx.default_bootstrap,
-        kafka_client=client if log is not None else dict(ctx.config.kafka.client),
+        # A kafka: source defaults to the table's own Kafka (a Pulsar address is no bootstrap).
+        kafka_bootstrap=kafka_log.address if kafka_log else ctx.default_bootstrap,
+        kafka_client=client if kafka_log else dict(ctx.config.kafka.client),
         once=once,
     )
     paths = plan.JobPaths(str(stored.ref.path), plan.check_job_name(job), checkpoint)
@@ -138,6 +146,7 @@ def build_job(
         lease_ttl_s=lease_ttl_s,
         max_epochs=max_epochs,
         skip_outside_through=skip_outside_through,
+        pulsar=pulsar,
     )
 
 
