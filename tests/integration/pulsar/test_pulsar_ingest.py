@@ -6,6 +6,7 @@ partition) and checked record by record. One job run serves every assertion (mod
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -115,51 +116,58 @@ def decoded(message: Message, schema: RowSchema) -> ChangeRecord | CommitMarker:
     return found
 
 
-@pytest.fixture(scope="module")
-def run(spark: Any, pulsar: PulsarInfo, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    from logstore_cli.cli.context import Context
-    from logstore_cli.cli.ingest import build_job
-    from logstore_cli.jobs import ingest as job_api
-
-    base = tmp_path_factory.mktemp("pulsar-ingest")
-    warehouse = base / "warehouse"
+def create_pulsar_table(spark: Any, pulsar: PulsarInfo, warehouse: Path) -> TopicName:
+    """Amoro's Pulsar DDL, provisioned as create-table does (Delta table and partitioned topic)."""
     topic = f"t-ingest-{uuid.uuid4().hex[:12]}"
-    pconf = cfg.PulsarConfig(admin_url=pulsar.web_url)
     ddl = f"""CREATE TABLE {TABLE} ({COLUMNS}, PRIMARY KEY (id) NOT ENFORCED) WITH (
       'log-store.enabled' = 'true', 'log-store.type' = 'pulsar',
       'log-store.address' = '{pulsar.service_url}', 'log-store.topic' = '{topic}',
       'log.system.partitions' = '{PARTITIONS}')"""
-    topics = PulsarTopicStore(pconf, timeout_s=30)
+    topics = PulsarTopicStore(cfg.PulsarConfig(admin_url=pulsar.web_url), timeout_s=30)
     service.create_tables(
         parse_ddl(ddl, "t.sql", ParseOptions()),
         warehouse,
         Stores(DeltaLogStore(warehouse, SparkDeltaStore(warehouse, lambda: spark)), topics),
     )
+    return TopicName.parse(topic)
+
+
+def ingest(spark: Any, pulsar: PulsarInfo, warehouse: Path, source: Path) -> list[EpochReport]:
+    """``logstore ingest TABLE --source SOURCE --once`` (one file per epoch) in this process."""
+    from logstore_cli.cli.context import Context
+    from logstore_cli.cli.ingest import build_job
+    from logstore_cli.jobs import ingest as job_api
+
+    ctx = Context(
+        cfg.Config(warehouse=str(warehouse), pulsar=cfg.PulsarConfig(admin_url=pulsar.web_url))
+    )
+    job = build_job(
+        ctx, TABLE, source=str(source), format=None,
+        source_options={"maxFilesPerTrigger": "1"}, source_bootstrap=None,
+        generate=plan.GenerateSource(1, 1, None, 0.5, 0.1), op_column=None,
+        sequence_column=None, emit=None, trigger_s=1.0, once=True, job="ingest",
+        checkpoint=None, lease_ttl_s=30.0, max_epochs=None,
+    )  # fmt: skip
+    reports: list[EpochReport] = []
+    started = job_api.start(spark, job, job_api.acquire_lease(job), on_epoch=reports.append)
+    job_api.wait(started, stop=lambda: False)
+    return reports
+
+
+@pytest.fixture(scope="module")
+def run(spark: Any, pulsar: PulsarInfo, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    base = tmp_path_factory.mktemp("pulsar-ingest")
+    warehouse = base / "warehouse"
+    name = create_pulsar_table(spark, pulsar, warehouse)
     log = changes(600, keys=60, seed=23)
     files = [log[:300], log[300:]]
     write_files(base / "in", files)
-    ctx = Context(cfg.Config(warehouse=str(warehouse), pulsar=pconf))
-
-    def ingest() -> list[EpochReport]:
-        job = build_job(
-            ctx, TABLE, source=str(base / "in"), format=None,
-            source_options={"maxFilesPerTrigger": "1"}, source_bootstrap=None,
-            generate=plan.GenerateSource(1, 1, None, 0.5, 0.1), op_column=None,
-            sequence_column=None, emit=None, trigger_s=1.0, once=True, job="ingest",
-            checkpoint=None, lease_ttl_s=30.0, max_epochs=None,
-        )  # fmt: skip
-        reports: list[EpochReport] = []
-        started = job_api.start(spark, job, job_api.acquire_lease(job), on_epoch=reports.append)
-        job_api.wait(started, stop=lambda: False)
-        return reports
-
     stored = load_table(warehouse, TABLE)
     path = Path(stored.ref.path)
-    name = TopicName.parse(stored.spec.log_store.topic if stored.spec.log_store else "")
-    reports = ingest()
+    reports = ingest(spark, pulsar, warehouse, base / "in")
     versions = epochs.commit_versions(path)
     first = read_topic(pulsar, name)
-    rerun = ingest()
+    rerun = ingest(spark, pulsar, warehouse, base / "in")
     return Run(stored.spec, path, log, files, reports, versions, first, rerun,
                epochs.commit_versions(path), read_topic(pulsar, name))  # fmt: skip
 
@@ -256,3 +264,33 @@ def test_a_rerun_of_the_same_source_commits_nothing_new(run: Run) -> None:
             EpochId(last.writer, last.epoch, last.attempt), last.delta_version)
         for m in added
     )  # fmt: skip
+
+
+def test_a_record_too_large_for_pulsar_is_quarantined_and_the_rest_written(
+    spark: Any, pulsar: PulsarInfo, tmp_path: Path
+) -> None:
+    warehouse = tmp_path / "warehouse"
+    name = create_pulsar_table(spark, pulsar, warehouse)
+    huge = "x" * (6 * 1024 * 1024)  # above the standalone's maxMessageSize (5 MiB)
+    write_files(tmp_path / "in", [[
+        Change("+I", {"id": 1, "name": "small", "qty": 1, "price": "1.00"}),
+        Change("+I", {"id": 2, "name": huge, "qty": 2, "price": "2.00"}),
+    ]])  # fmt: skip
+
+    (report,) = ingest(spark, pulsar, warehouse, tmp_path / "in")
+
+    assert (report.rows, report.log_records, report.quarantined) == (1, 1, 1)
+    path = Path(load_table(warehouse, TABLE).ref.path)
+    assert delta_state(path) == {1: normalized({"id": 1, "name": "small", "qty": 1,
+                                                "price": "1.00"})}  # fmt: skip
+    quarantined = [
+        json.loads(line)
+        for f in (path / "_logstore" / "quarantine" / "ingest").glob("*.jsonl")
+        for line in f.read_text("utf-8").splitlines()
+    ]
+    assert [json.loads(q["raw"])["id"] for q in quarantined] == [2]
+    assert "maxMessageSize" in quarantined[0]["reason"], quarantined[0]["reason"]
+    schema = RowSchema.of(load_table(warehouse, TABLE).spec)
+    changes_ = [i for i in (decoded(m, schema) for m in read_topic(pulsar, name))
+                if isinstance(i, ChangeRecord)]  # fmt: skip
+    assert [c.row["id"] for c in changes_] == [1]
