@@ -293,7 +293,11 @@ class Progress:
 
 
 def _epoch_line(r: EpochReport, quarantined_total: int) -> str:
-    offsets = " ".join(f"{p}:{o}" for p, o in sorted(r.offsets.items())) or "-"
+    positions = sorted(r.offsets.items())
+    if any(isinstance(o, str) for _, o in positions):  # Pulsar: message ids, which hold ':'
+        ends = "log last message ids " + " ".join(f"{p}={o}" for p, o in positions)
+    else:
+        ends = "log end offsets " + (" ".join(f"{p}:{o}" for p, o in positions) or "-")
     what = "markers re-published (already committed)" if r.republished else (
         f"{r.rows:,} rows, {r.log_records:,} log records, {r.rows_per_s:,.0f} rows/s"
     )  # fmt: skip
@@ -311,7 +315,7 @@ def _epoch_line(r: EpochReport, quarantined_total: int) -> str:
     if r.compaction_failed:
         extra += f"; compaction skipped: {r.compaction_failed}"
     return (
-        f"epoch {r.epoch}: {what}; Delta v{version}; log end offsets {offsets}; "
+        f"epoch {r.epoch}: {what}; Delta v{version}; {ends}; "
         f"quarantined {r.quarantined} (total {quarantined_total}){extra}"
     )
 

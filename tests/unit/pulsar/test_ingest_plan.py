@@ -1,6 +1,6 @@
 """An ingest into a Pulsar table's log is planned like a Kafka one (issue 23: the write side of the
-log seam); the job gets the table's Pulsar service URL, admin API and full topic name, and no
-Kafka target."""
+log seam): the job gets the table's Pulsar service URL, admin API and full topic name, and no
+Kafka target; its epoch line names Pulsar message ids as such."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from logstore_cli.cli.context import Context
 from logstore_cli.cli.ingest import build_job
 from logstore_cli.ddl import parse_ddl
 from logstore_cli.ingest import plan
+from logstore_cli.logformat.wire import LogPosition
 from tests.deltalog import write_table
 
 pytestmark = pytest.mark.unit
@@ -53,3 +54,15 @@ def test_the_job_gets_the_pulsar_target_and_no_kafka_one(tmp_path: Path) -> None
     assert job.pulsar.admin_url == "http://127.0.0.1:18080"
     assert job.pulsar.topic == "persistent://public/default/orders"
     assert job.source.kafka_bootstrap != job.pulsar.service_url  # no Kafka source default
+
+
+def test_an_epoch_line_names_pulsar_message_ids_and_kafka_offsets_as_before() -> None:
+    from logstore_cli.cli.ingest import _epoch_line
+    from logstore_cli.ingest.epoch import EpochReport
+
+    def line(offsets: dict[int, LogPosition]) -> str:
+        return _epoch_line(EpochReport("w", 3, "a", 5, 5, 0, 7, offsets, False, 1.0), 0)
+
+    assert "; log last message ids 0=11:7:-1 1=12:0:-1;" in line({0: "11:7:-1", 1: "12:0:-1"})
+    assert "; log end offsets 0:5 1:9;" in line({0: 5, 1: 9})
+    assert "; log end offsets -;" in line({})
