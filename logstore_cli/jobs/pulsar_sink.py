@@ -71,7 +71,10 @@ class PulsarLogSink(SparkLogSink):
         if found is None:
             raise TopicNotFoundError(
                 f"the Pulsar topic {target.topic} of table {table.name} does not exist",
-                hint="create-table makes it; alter-table --adopt-topic is for Kafka only",
+                hint="it was deleted outside logstore: create it again as a partitioned topic "
+                f"(pulsar-admin topics create-partitioned-topic {target.topic} -p "
+                f"{table.log_store.partitions if table.log_store else 1}), or drop the table "
+                "and create it again",
             )
         limit = admin.max_message_size() - METADATA_ALLOWANCE
         try:

@@ -294,3 +294,25 @@ def test_a_record_too_large_for_pulsar_is_quarantined_and_the_rest_written(
     changes_ = [i for i in (decoded(m, schema) for m in read_topic(pulsar, name))
                 if isinstance(i, ChangeRecord)]  # fmt: skip
     assert [c.row["id"] for c in changes_] == [1]
+
+
+def test_a_missing_topic_is_named_before_the_query_starts(pulsar: PulsarInfo) -> None:
+    from logstore_cli.errors import TopicNotFoundError
+    from logstore_cli.jobs.ingest import PulsarTarget
+    from logstore_cli.jobs.pulsar_sink import PulsarLogSink
+    from logstore_cli.pulsar.admin import DEFAULT_MAX_MESSAGE_SIZE, PulsarAdmin
+
+    assert PulsarAdmin(pulsar.web_url).max_message_size() == DEFAULT_MAX_MESSAGE_SIZE
+    topic = f"persistent://public/default/t-gone-{uuid.uuid4().hex[:12]}"
+    (table,) = parse_ddl(
+        f"""CREATE TABLE {TABLE} ({COLUMNS}, PRIMARY KEY (id) NOT ENFORCED) WITH (
+        'log-store.enabled' = 'true', 'log-store.type' = 'pulsar',
+        'log-store.address' = '{pulsar.service_url}', 'log-store.topic' = '{topic}')""",
+        "t.sql",
+        ParseOptions(),
+    )
+    target = PulsarTarget(pulsar.service_url, pulsar.web_url, topic, 30.0)
+    with pytest.raises(TopicNotFoundError) as info:
+        PulsarLogSink.open(table, target)
+    assert f"the Pulsar topic {topic} of table {TABLE} does not exist" in info.value.message
+    assert "create-partitioned-topic" in (info.value.hint or "")
