@@ -28,6 +28,7 @@ from logstore_cli.logformat.errors import WireFormatError
 from logstore_cli.logformat.wire import (
     CommitMarker,
     EpochId,
+    LogPosition,
     TxnState,
     decode_txn_version,
     parse_commit_metadata,
@@ -42,12 +43,27 @@ _COMMIT_INFO = b'{"commitInfo"'
 @dataclass(frozen=True)
 class EpochCommit:
     """One Delta commit of an ingest epoch: which attempt committed, as which version, and the
-    topic's end offsets after the epoch's records (what a hybrid reader starts from)."""
+    topic's end positions after the epoch's records (what a hybrid reader starts from):
+    ``positions`` as recorded (Kafka offsets or Pulsar message ids), ``offsets`` as Kafka's."""
 
     epoch: EpochId
     version: int
-    offsets: dict[int, int]
+    positions: dict[int, LogPosition]
     timestamp_ms: int | None
+
+    @property
+    def offsets(self) -> dict[int, int]:
+        """The recorded Kafka end offsets; an error for a Pulsar topic's message ids (what reads
+        them, the read side of a Pulsar table, is not built yet: issue 23)."""
+        out: dict[int, int] = {}
+        for partition, position in self.positions.items():
+            if not isinstance(position, int):
+                raise LogstoreError(
+                    f"Delta version {self.version} records Pulsar message ids, not Kafka offsets",
+                    hint="reading a Pulsar table's log is not supported yet (issue 23)",
+                )
+            out[partition] = position
+        return out
 
 
 def gone_offsets(commit: EpochCommit, log_start: Mapping[int, int]) -> dict[int, int]:

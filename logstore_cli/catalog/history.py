@@ -37,6 +37,7 @@ from logstore_cli.ingest.outside import (
 from logstore_cli.logformat.errors import WireFormatError
 from logstore_cli.logformat.wire import (
     EpochId,
+    LogPosition,
     parse_commit_metadata,
     parse_fence_metadata,
     parse_unfence_metadata,
@@ -56,7 +57,7 @@ class Commit:
     timestamp_ms: int | None
     engine: str | None = None
     epoch: EpochId | None = None  # epoch and carry
-    offsets: Mapping[int, int] = field(default_factory=dict)  # epoch and carry
+    offsets: Mapping[int, LogPosition] = field(default_factory=dict)  # epoch and carry
     rows: int | None = None  # rows written, from the commit's operationMetrics
     carried: bool | None = None  # outside: whether an ingest carried it into the log yet
     problem: str | None = None  # epoch metadata that is logstore's but broken

@@ -43,7 +43,7 @@ from logstore_cli.catalog.tables import TopicReader, spec_from_delta, topic_stat
 from logstore_cli.errors import LogstoreError, LogSystemNotSupportedError
 from logstore_cli.ingest.outside import OutsideCommit
 from logstore_cli.ingest.plan import STATE_DIR
-from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
+from logstore_cli.logformat.wire import EpochId, LogPosition, parse_commit_metadata
 from logstore_cli.model import LogStoreSpec
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ class WriterStatus:
     attempt: str
     delta_version: int
     committed_at: float | None  # seconds since the epoch (the commit's timestamp)
-    offsets: Mapping[int, int] = field(default_factory=dict)
+    offsets: Mapping[int, LogPosition] = field(default_factory=dict)
 
     def to_json(self, *, offsets: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -116,11 +116,13 @@ class PartitionTail:
 
     partition: int
     end_offset: int | None  # None: Kafka was not asked, or could not be
-    committed_offset: int | None  # None: the last epoch commit does not name this partition
+    # None: the last epoch commit does not name this partition; a Pulsar message id (a string)
+    # on a Pulsar table
+    committed_offset: LogPosition | None
 
     @property
     def after_commit(self) -> int | None:
-        if self.end_offset is None or self.committed_offset is None:
+        if self.end_offset is None or not isinstance(self.committed_offset, int):
             return None
         return self.end_offset - self.committed_offset
 
@@ -209,9 +211,11 @@ class CommitCache:
     def __init__(self) -> None:
         self.outside: dict[int, OutsideCommit | None] = {}  # catalog.outside's, per version
         self._infos: dict[int, dict[str, Any] | None] = {}
-        self._epochs: dict[int, tuple[EpochId, dict[int, int]] | LogstoreError | None] = {}
+        self._epochs: dict[int, tuple[EpochId, dict[int, LogPosition]] | LogstoreError | None] = {}
 
-    def epoch(self, version: int, info: Mapping[str, Any]) -> tuple[EpochId, dict[int, int]] | None:
+    def epoch(
+        self, version: int, info: Mapping[str, Any]
+    ) -> tuple[EpochId, dict[int, LogPosition]] | None:
         """The commit's epoch metadata (``parse_commit_metadata``), parsed once per version;
         raises its LogstoreError when the metadata is logstore's but malformed."""
         if version not in self._epochs:
@@ -372,7 +376,7 @@ def _lease_status(
 
 
 def _log_status(
-    log_store: LogStoreSpec, committed: Mapping[int, int], topics: TopicReader | None
+    log_store: LogStoreSpec, committed: Mapping[int, LogPosition], topics: TopicReader | None
 ) -> LogStatus:
     ends: dict[int, int] = {}
     error = None

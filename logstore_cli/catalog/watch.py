@@ -23,9 +23,9 @@ from typing import Any
 from logstore_cli.catalog.epochs import commit_rows
 from logstore_cli.catalog.status import commit_time
 from logstore_cli.errors import LogstoreError
-from logstore_cli.logformat.wire import EpochId, parse_commit_metadata
+from logstore_cli.logformat.wire import EpochId, LogPosition, parse_commit_metadata
 
-Parser = Callable[[int, Mapping[str, Any]], "tuple[EpochId, dict[int, int]] | None"]
+Parser = Callable[[int, Mapping[str, Any]], "tuple[EpochId, dict[int, LogPosition]] | None"]
 DEFAULT_WINDOW_S = 10.0
 # A commit before the window this much older than the first one in it starts no rate: it is from
 # an earlier run, and the idle time since would count as ingest time. Slow epochs (a loaded
@@ -61,7 +61,7 @@ def samples(
     window starting at ``since`` needs). ``parse`` reads a commit's epoch metadata (default:
     ``parse_commit_metadata``; ``status.CommitCache.epoch`` parses each commit once)."""
     read = parse or _parse
-    found: list[tuple[int, float, int | None, Mapping[int, int]]] = []
+    found: list[tuple[int, float, int | None, Mapping[int, LogPosition]]] = []
     for version, info in sorted(commits, key=lambda c: -c[0]):
         try:
             parsed = read(version, info)
@@ -75,8 +75,12 @@ def samples(
             break
     out: list[CommitSample] = []
     previous: Mapping[int, int] | None = None
-    for version, at, rows, offsets in reversed(found):
+    for version, at, rows, positions in reversed(found):
         records = None
+        # Kafka offsets count records; Pulsar message ids are not dense: no count from them.
+        offsets = {p: o for p, o in positions.items() if isinstance(o, int)}
+        if len(offsets) < len(positions):
+            offsets = {}
         if previous is not None and offsets and set(offsets) == set(previous):
             records = sum(offsets[p] - previous[p] for p in offsets)
             records = records if records >= 0 else None  # the topic was created again
@@ -85,7 +89,7 @@ def samples(
     return out
 
 
-def _parse(version: int, info: Mapping[str, Any]) -> tuple[EpochId, dict[int, int]] | None:
+def _parse(version: int, info: Mapping[str, Any]) -> tuple[EpochId, dict[int, LogPosition]] | None:
     raw = info.get("userMetadata")
     return parse_commit_metadata(raw if isinstance(raw, str) else None)
 

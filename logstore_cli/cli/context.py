@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from logstore_cli.catalog.tables import StoredTable, StoredTableOn
+    from logstore_cli.model import LogStoreSpec
     from logstore_cli.provision.pulsar_topics import TopicStoreBySystem
     from logstore_cli.provision.service import Stores
     from logstore_cli.storage import Storage
@@ -122,6 +123,15 @@ def topic_stores(ctx: Context) -> TopicStoreBySystem:
         )
 
     return TopicStoreBySystem(KafkaTopicStore(ctx.config.kafka), pulsar)
+
+
+def pulsar_admin_url(ctx: Context, log: LogStoreSpec) -> str:
+    """The admin API of the Pulsar that holds ``log`` (``[pulsar] admin_url``, else the local
+    standalone's when ``log`` is on it, else port 8080 of its first host)."""
+    from logstore_cli.pulsar.admin import admin_url_for
+
+    configured = ctx.config.pulsar.admin_url
+    return admin_url_for(log.address, configured, None if configured else _local_pulsar())
 
 
 def _local_pulsar() -> tuple[str, str] | None:

@@ -49,7 +49,13 @@ def history(
 
 def _what(c: dict[str, Any]) -> str:
     if c["kind"] in ("epoch", "carry"):
-        offsets = " ".join(f"{p}:{o}" for p, o in c["offsets"].items()) or "-"
+        # a Pulsar message id holds ':' itself: partition=id
+        offsets = (
+            " ".join(
+                f"{p}={o}" if isinstance(o, str) else f"{p}:{o}" for p, o in c["offsets"].items()
+            )
+            or "-"
+        )
         return f"{c['writer']} epoch {c['epoch']} attempt {c['attempt']}; log ends {offsets}"
     if c["kind"] == "outside":
         return "carried into the log" if c["carried"] else "not in the log yet (next ingest)"

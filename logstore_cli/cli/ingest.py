@@ -86,7 +86,8 @@ def build_job(
 ) -> IngestJob:
     """Everything the job needs, checked before Spark starts (bad input is exit 2 at once)."""
     from logstore_cli.catalog.delta_log import spark_path
-    from logstore_cli.jobs.ingest import IngestJob, KafkaTarget
+    from logstore_cli.cli.context import pulsar_admin_url
+    from logstore_cli.jobs.ingest import IngestJob, KafkaTarget, PulsarTarget
     from logstore_cli.jobs.sources import SourceRequest
 
     on_s3: StorageURI | None = None
@@ -122,19 +123,26 @@ def build_job(
         )
     log = spec.log_store
     kafka = None
+    pulsar = None
     client: dict[str, str] = dict(ctx.config.kafka.client)
     if log is not None:
         client.update(log.client_properties)  # the table's own keys win, as in provisioning
-        if stores.log:
+        if stores.log and log.system == "pulsar":
+            pulsar = PulsarTarget(
+                log.address, pulsar_admin_url(ctx, log), log.topic, ctx.config.kafka.timeout_s
+            )
+        elif stores.log:
             kafka = KafkaTarget(log.address, client, log.topic, ctx.config.kafka.timeout_s)
+    kafka_log = log if log is not None and log.system != "pulsar" else None
     request = SourceRequest(
         spec=src,
         table=spec,
         columns=columns,
         options=source_options,
         coerce=coerce,
-        kafka_bootstrap=log.address if log is not None else ctx.default_bootstrap,
-        kafka_client=client if log is not None else dict(ctx.config.kafka.client),
+        # A kafka: source defaults to the table's own Kafka (a Pulsar address is no bootstrap).
+        kafka_bootstrap=kafka_log.address if kafka_log else ctx.default_bootstrap,
+        kafka_client=client if kafka_log else dict(ctx.config.kafka.client),
         once=once,
     )
     paths = plan.JobPaths(spark_path(location), plan.check_job_name(job), checkpoint)
@@ -159,6 +167,7 @@ def build_job(
         max_epochs=max_epochs,
         skip_outside_through=skip_outside_through,
         checkpoint_storage=checkpoint_storage,
+        pulsar=pulsar,
     )
 
 
@@ -334,7 +343,11 @@ class Progress:
 
 
 def _epoch_line(r: EpochReport, quarantined_total: int) -> str:
-    offsets = " ".join(f"{p}:{o}" for p, o in sorted(r.offsets.items())) or "-"
+    positions = sorted(r.offsets.items())
+    if any(isinstance(o, str) for _, o in positions):  # Pulsar: message ids, which hold ':'
+        ends = "log last message ids " + " ".join(f"{p}={o}" for p, o in positions)
+    else:
+        ends = "log end offsets " + (" ".join(f"{p}:{o}" for p, o in positions) or "-")
     what = "markers re-published (already committed)" if r.republished else (
         f"{r.rows:,} rows, {r.log_records:,} log records, {r.rows_per_s:,.0f} rows/s"
     )  # fmt: skip
@@ -352,7 +365,7 @@ def _epoch_line(r: EpochReport, quarantined_total: int) -> str:
     if r.compaction_failed:
         extra += f"; compaction skipped: {r.compaction_failed}"
     return (
-        f"epoch {r.epoch}: {what}; Delta v{version}; log end offsets {offsets}; "
+        f"epoch {r.epoch}: {what}; Delta v{version}; {ends}; "
         f"quarantined {r.quarantined} (total {quarantined_total}){extra}"
     )
 

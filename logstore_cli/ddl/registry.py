@@ -111,7 +111,8 @@ REGISTRY: tuple[PropertyDef, ...] = (
         PropType.ENUM,
         _A,
         "Log system: `kafka`, or `pulsar` (Apache Pulsar; so far create-table, describe, "
-        "alter-table and drop-table provision its partitioned topic, issue 23).",
+        "alter-table and drop-table provision its partitioned topic and ingest writes it, "
+        "issue 23).",
         default="kafka",
         allowed=("kafka", "pulsar"),
     ),

@@ -48,7 +48,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from logstore_cli.errors import LogstoreError
 from logstore_cli.ingest.outside import OUTSIDE_WRITER, OutsideCommit
-from logstore_cli.logformat.wire import CommitMarker, EpochId
+from logstore_cli.logformat.wire import CommitMarker, EpochId, LogPosition
 
 EPOCH_CRASH_POINTS = ("before-log", "after-log", "after-commit", "after-markers")
 COMMIT_RETRIES = 5  # commits lost in a row to compactions before the epoch fails
@@ -72,17 +72,19 @@ class Produced:
 
     rows: int  # good records of the epoch (including kinds the changelog mode leaves out)
     records: int  # change records produced
-    offsets: dict[int, int]  # the topic's end offset per partition after them
+    # per partition, where the epoch's records end: Kafka's end offset after them, or the last
+    # Pulsar message id (``LogPosition``)
+    offsets: Mapping[int, LogPosition]
 
 
 @dataclass(frozen=True)
 class Committed:
     """An epoch commit the Delta log records: which attempt committed, as which version, and the
-    topic's end offsets it recorded."""
+    topic's end positions it recorded (``LogPosition``)."""
 
     epoch: EpochId
     version: int
-    offsets: dict[int, int]
+    offsets: Mapping[int, LogPosition]
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,8 @@ class OutsidePending:
 class LogSink(Protocol[B_contra]):
     def produce(self, batch: B_contra, eid: EpochId) -> Produced:
         """Send every change of ``batch`` with ``eid``'s headers, keyed, in each key's order; flush
-        and wait for every delivery; return the end offsets after them."""
+        and wait for every delivery; return where each partition's records end after them (Kafka:
+        the end offset; Pulsar: the last message id)."""
         ...
 
     def publish_markers(self, marker: CommitMarker) -> None:
@@ -148,7 +151,7 @@ class TableCommitter(Protocol[B_contra]):
         """The table's newest epoch commit, whichever writer made it."""
         ...
 
-    def commit(self, batch: B_contra, eid: EpochId, offsets: Mapping[int, int]) -> int:
+    def commit(self, batch: B_contra, eid: EpochId, offsets: Mapping[int, LogPosition]) -> int:
         """Commit ``batch`` idempotently as ``(eid.writer, eid.epoch)`` with ``eid`` and ``offsets``
         in the commit metadata; the version it committed as."""
         ...
@@ -157,7 +160,7 @@ class TableCommitter(Protocol[B_contra]):
         """The good records of ``batch`` (when no log counted them)."""
         ...
 
-    def mark(self, eid: EpochId, offsets: Mapping[int, int]) -> int:
+    def mark(self, eid: EpochId, offsets: Mapping[int, LogPosition]) -> int:
         """Commit no data, idempotently, as ``(eid.writer, eid.epoch)`` with ``eid`` and
         ``offsets`` in the commit metadata (a carry's commit); the version it committed as."""
         ...
@@ -244,7 +247,7 @@ class EpochReport:
     log_records: int  # change records produced
     quarantined: int
     delta_version: int | None
-    offsets: dict[int, int]  # the topic's end offsets after the epoch's records
+    offsets: dict[int, LogPosition]  # the topic's end positions after the epoch's records
     republished: bool  # already committed by an earlier attempt: only its markers were sent
     seconds: float
     phases: dict[str, float] = field(default_factory=dict)  # seconds: read, log, delta, markers
@@ -403,7 +406,7 @@ class EpochProtocol(Generic[B]):
         )  # fmt: skip
 
     def _commit(
-        self, table: TableCommitter[B], batch: B, eid: EpochId, offsets: Mapping[int, int]
+        self, table: TableCommitter[B], batch: B, eid: EpochId, offsets: Mapping[int, LogPosition]
     ) -> tuple[int, int]:
         """Step 4: the lease checked, then the commit; a commit lost to a compaction is made
         again (same attempt: its records are in the log), up to ``commit_retries`` times.

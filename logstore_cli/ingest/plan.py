@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from logstore_cli.errors import InvalidInputError, LogSystemNotSupportedError
+from logstore_cli.errors import InvalidInputError
 from logstore_cli.logformat.wire import RowKind
 from logstore_cli.model import (
     COMPACTION_KEY,
@@ -250,10 +250,6 @@ def resolve_stores(table: TableSpec, emit: str | None) -> Stores:
             f"table {table.name} has no log store, so it cannot emit to the log",
             hint="use --emit file, or turn the log store on with alter-table "
             "(log-store.enabled=true or log.system=kafka)",
-        )
-    if stores.log and table.log_store is not None and table.log_store.system == "pulsar":
-        raise LogSystemNotSupportedError(
-            table.name, "ingest to the log", "ingest --emit file writes the Delta table alone"
         )
     return stores
 

@@ -48,6 +48,7 @@ from logstore_cli.ingest.epoch import (
     CompactionFailed,
     EpochProtocol,
     EpochReport,
+    LogSink,
     OutsidePending,
     Produced,
 )
@@ -67,6 +68,7 @@ from logstore_cli.logformat.wire import (
     EpochId,
     Fence,
     LogFormat,
+    LogPosition,
     RowKind,
     RowSchema,
     TxnState,
@@ -139,6 +141,16 @@ StateLocation: TypeAlias = "Path | Storage"
 
 
 @dataclass(frozen=True)
+class PulsarTarget:
+    """A Pulsar table's log (design §7.1): its service URL, admin API and full topic name."""
+
+    service_url: str
+    admin_url: str
+    topic: str  # persistent://tenant/namespace/topic
+    timeout_s: float
+
+
+@dataclass(frozen=True)
 class IngestJob:
     table: TableSpec
     # The table as logstore reads and writes it (its Delta log, the lease): a directory, or a
@@ -158,6 +170,7 @@ class IngestJob:
     # The checkpoint as logstore reads and writes in it (the writer id), when not the local
     # directory ``paths.checkpoint`` names (a checkpoint on S3).
     checkpoint_storage: Storage | None = None
+    pulsar: PulsarTarget | None = None  # the log on Pulsar (then ``kafka`` is None)
 
     @property
     def table_uri(self) -> str:
@@ -428,23 +441,16 @@ class SparkQuarantine:
         return len(found)
 
 
-class KafkaLogSink:
-    """``LogSink``: the driver's idempotent producer.
+class SparkLogSink:
+    """What every log system's sink shares: Spark encodes and collects the epoch's records (as
+    Arrow), the driver sorts them (sequence, then arrival: a key's order) and sends them itself
+    (``KafkaLogSink``, ``jobs.pulsar_sink.PulsarLogSink``), so a retried Spark task can never
+    send a record twice and every delivery is reported."""
 
-    Spark encodes and collects the epoch's records (as Arrow); the driver sorts them (sequence,
-    then arrival: a key's order) and produces them with one idempotent producer, so a retried
-    Spark task can never send a record twice and every delivery is reported."""
+    # What to do about a record too large for the log (the end of the quarantine reason).
+    too_large_hint = "write smaller rows"
 
-    def __init__(
-        self,
-        table: TableSpec,
-        producer: LogProducer,
-        admin: KafkaAdmin,
-        topic: str,
-        max_bytes: int | None = None,
-    ) -> None:
-        self.producer = producer
-        self.admin = admin
+    def __init__(self, table: TableSpec, topic: str, max_bytes: int | None = None) -> None:
         self.topic = topic
         self.max_bytes = max_bytes  # the largest key + value a record may carry (None: unchecked)
         self.schema = RowSchema.of(table)
@@ -462,7 +468,8 @@ class KafkaLogSink:
             table.log_store is not None and table.log_store.changelog_mode is ChangelogMode.UPSERT,
         )
 
-    def produce(self, batch: SparkBatch, eid: EpochId) -> Produced:
+    def _sorted(self, batch: SparkBatch) -> tuple[int, list[str], list[bytes | None], list[bytes]]:
+        """The epoch's good rows, their kinds, keys and values in the order they are sent."""
         import pyarrow.compute as pc
 
         table = self._log_frame(batch).toArrow()
@@ -471,32 +478,8 @@ class KafkaLogSink:
         sort_keys += [(a, "ascending", "at_start") for a in arrival]
         order = pc.sort_indices(table, sort_keys=sort_keys)
         table = table.take(order)
-        kinds = table.column("kind").to_pylist()
         keys, values = self._encoded(table)
-        encoder = EpochEncoder(self.schema, eid, self.fmt)
-        headers = {kind: encoder.headers(RowKind(kind)) for kind in self.log_kinds}
-        send = self.producer.send
-        produced = 0
-        wrap = self.fmt is not LogFormat.JSON
-        upsert = self.tombstones
-        for key, value, kind in zip(keys, values, kinds, strict=True):
-            if kind in headers:  # a kind the changelog mode leaves out (upsert: -U) is not sent
-                sent = (
-                    change_value(value, RowKind(kind), self.fmt, upsert=upsert) if wrap else value
-                )
-                send(key, sent, headers[kind])
-                produced += 1
-        delivered = self.producer.flush()
-        # Exact, as the lease keeps other writers out.
-        offsets = self.admin.end_offsets(self.topic)
-        for partition, end in delivered.items():
-            if offsets.get(partition, 0) < end:
-                raise BrokerError(
-                    f"partition {partition} of topic {self.topic} ends at "
-                    f"{offsets.get(partition)} although a record was delivered at {end - 1}",
-                    hint="something else deletes records of the topic; check its retention",
-                )
-        return Produced(table.num_rows, produced, offsets)
+        return table.num_rows, table.column("kind").to_pylist(), keys, values
 
     def mark_oversized(self, frame: DataFrame) -> DataFrame:
         """Records too large for the topic become malformed ones (quarantined with their size and
@@ -522,8 +505,8 @@ class KafkaLogSink:
             F.lit("too large for the log: the record's key and value are "),
             size.cast("string"),
             F.lit(
-                f" bytes, topic '{self.topic}' takes at most {self.max_bytes} (raise the topic's "
-                "max.message.bytes and the table's kafka.message.max.bytes, or write smaller rows)"
+                f" bytes, topic '{self.topic}' takes at most {self.max_bytes} "
+                f"({self.too_large_hint})"
             ),
         )
         return frame.withColumns(
@@ -535,12 +518,6 @@ class KafkaLogSink:
                 ),
             }
         )
-
-    def publish_markers(self, marker: CommitMarker) -> None:
-        _, value, headers = encode_marker(marker, self.fmt)
-        for partition in range(self.producer.partition_count()):
-            self.producer.send(None, value, headers, partition=partition)
-        self.producer.flush()
 
     def _log_frame(self, batch: SparkBatch) -> DataFrame:
         """The epoch's records for the log: the key and value bytes (Spark's ``to_json`` where it
@@ -580,6 +557,60 @@ class KafkaLogSink:
         return [key(r) for r in rows], [value(r) for r in rows]
 
 
+class KafkaLogSink(SparkLogSink):
+    """``LogSink`` on Kafka: the driver's idempotent producer."""
+
+    too_large_hint = (
+        "raise the topic's max.message.bytes and the table's kafka.message.max.bytes, "
+        "or write smaller rows"
+    )
+
+    def __init__(
+        self,
+        table: TableSpec,
+        producer: LogProducer,
+        admin: KafkaAdmin,
+        topic: str,
+        max_bytes: int | None = None,
+    ) -> None:
+        super().__init__(table, topic, max_bytes)
+        self.producer = producer
+        self.admin = admin
+
+    def produce(self, batch: SparkBatch, eid: EpochId) -> Produced:
+        rows, kinds, keys, values = self._sorted(batch)
+        encoder = EpochEncoder(self.schema, eid, self.fmt)
+        headers = {kind: encoder.headers(RowKind(kind)) for kind in self.log_kinds}
+        send = self.producer.send
+        produced = 0
+        wrap = self.fmt is not LogFormat.JSON
+        upsert = self.tombstones
+        for key, value, kind in zip(keys, values, kinds, strict=True):
+            if kind in headers:  # a kind the changelog mode leaves out (upsert: -U) is not sent
+                sent = (
+                    change_value(value, RowKind(kind), self.fmt, upsert=upsert) if wrap else value
+                )
+                send(key, sent, headers[kind])
+                produced += 1
+        delivered = self.producer.flush()
+        # Exact, as the lease keeps other writers out.
+        offsets = self.admin.end_offsets(self.topic)
+        for partition, end in delivered.items():
+            if offsets.get(partition, 0) < end:
+                raise BrokerError(
+                    f"partition {partition} of topic {self.topic} ends at "
+                    f"{offsets.get(partition)} although a record was delivered at {end - 1}",
+                    hint="something else deletes records of the topic; check its retention",
+                )
+        return Produced(rows, produced, offsets)
+
+    def publish_markers(self, marker: CommitMarker) -> None:
+        _, value, headers = encode_marker(marker, self.fmt)
+        for partition in range(self.producer.partition_count()):
+            self.producer.send(None, value, headers, partition=partition)
+        self.producer.flush()
+
+
 _ENVELOPE_BYTES = max(
     len(envelope(b"", kind, LogFormat.DEBEZIUM_JSON)) for kind in (RowKind.INSERT, RowKind.DELETE)
 )
@@ -616,7 +647,7 @@ class WriterFenced(LeaseLostError):
 
 
 def _committed(commit: epochs.EpochCommit) -> Committed:
-    return Committed(commit.epoch, commit.version, commit.offsets)
+    return Committed(commit.epoch, commit.version, commit.positions)
 
 
 class DeltaCommitter:
@@ -655,7 +686,7 @@ class DeltaCommitter:
     def count(self, batch: SparkBatch) -> int:
         return batch.good.count()
 
-    def commit(self, batch: SparkBatch, eid: EpochId, offsets: Mapping[int, int]) -> int:
+    def commit(self, batch: SparkBatch, eid: EpochId, offsets: Mapping[int, LogPosition]) -> int:
         """Commit the epoch to Delta, idempotently; returns the version it committed as. A commit
         that lost the race to commits changing no data raises CompactionConflict (the protocol
         commits again)."""
@@ -803,7 +834,7 @@ class DeltaCommitter:
             hint="another job writes the table: stop it, then start this one again",
         )
 
-    def _write(self, batch: SparkBatch, eid: EpochId, offsets: Mapping[int, int]) -> None:
+    def _write(self, batch: SparkBatch, eid: EpochId, offsets: Mapping[int, LogPosition]) -> None:
         from delta.tables import DeltaTable
 
         good = batch.good
@@ -904,7 +935,7 @@ class DeltaCommitter:
         version = epochs.commit_versions(self.path)[0] if removed or added else None
         return Compacted(removed, added, version)
 
-    def mark(self, eid: EpochId, offsets: Mapping[int, int]) -> int:
+    def mark(self, eid: EpochId, offsets: Mapping[int, LogPosition]) -> int:
         """A commit without data that records ``eid`` (an empty append: Delta 4.0.1 commits it
         with its transaction id and metadata, and skips it when the id is already recorded)."""
         if self.spark is None:
@@ -1202,7 +1233,7 @@ class EpochWriter:
 
     def run(self, batch: DataFrame, epoch: int) -> EpochReport:
         log = self.protocol.log
-        if isinstance(log, KafkaLogSink):
+        if isinstance(log, SparkLogSink):
             batch = log.mark_oversized(batch)
         frame = batch.persist()
         try:
@@ -1243,10 +1274,12 @@ def protocol_for(
     admin: KafkaAdmin | None,
     max_bytes: int | None = None,
     on_carry: Callable[[CarryReport], None] = lambda report: None,
+    sink: LogSink[SparkBatch] | None = None,
 ) -> EpochProtocol[SparkBatch]:
-    """The job's protocol over the Spark, Kafka and Delta ports its stores need."""
+    """The job's protocol over the Spark, log and Delta ports its stores need (``sink``: a log
+    sink made by the caller, the Pulsar one; else Kafka's over ``producer`` and ``admin``)."""
     spark.conf.set(AUTO_COMPACT, "false")  # the job compacts between epochs itself
-    log = None
+    log = sink
     if job.stores.log and job.kafka is not None and producer is not None and admin is not None:
         log = KafkaLogSink(job.table, producer, admin, job.kafka.topic, max_bytes)
     table = DeltaCommitter(job.table, job.location, spark) if job.stores.file else None
@@ -1427,7 +1460,18 @@ def start(
             )
             closers.insert(0, markers.close)
             markers.partition_count()  # the topic exists and the brokers answer, before Spark
-        protocol = protocol_for(spark, job, writer, lease, markers, admin, max_bytes, on_carry)
+        sink = None
+        if job.stores.log and job.pulsar is not None:
+            from logstore_cli.jobs.pulsar_sink import PulsarLogSink
+
+            pulsar_sink = PulsarLogSink.open(
+                job.table, job.pulsar
+            )  # the topic exists, before Spark
+            closers.insert(0, pulsar_sink.close)
+            sink = pulsar_sink
+        protocol = protocol_for(
+            spark, job, writer, lease, markers, admin, max_bytes, on_carry, sink=sink
+        )
         # The start-up rule and the carry of outside writes, before the query produces anything.
         protocol.start()
         epoch_writer = EpochWriter(job, protocol, on_epoch)

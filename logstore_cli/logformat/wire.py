@@ -710,29 +710,62 @@ def decode(
 # -- Delta commit metadata -------------------------------------------------------------------------
 
 
-def commit_metadata(epoch: EpochId, offsets: Mapping[int, int]) -> str:
-    """The Delta commit's ``userMetadata``: the epoch and each partition's end offset after the
-    epoch's records (compact JSON, partitions in ascending order)."""
+# Where an epoch's records end in one partition of the log: a Kafka offset (an int, the end offset
+# after them) or a Pulsar message id (``"<ledger>:<entry>:<batch>"``, the last message; design §7.1).
+# Ordered within a partition, never subtracted across systems: Pulsar ids are not dense.
+LogPosition = int | str
+_PULSAR_ID = re.compile(r"-?[0-9]{1,19}:-?[0-9]{1,19}:-?[0-9]{1,19}")
+
+
+def _position_problem(position: object) -> str | None:
+    """Why ``position`` is not a log position (None: it is one)."""
+    if isinstance(position, bool):
+        return "a boolean"
+    if isinstance(position, int):
+        return None if position >= 0 else "negative"
+    if isinstance(position, str):
+        return None if _PULSAR_ID.fullmatch(position) else "not '<ledger>:<entry>:<batch>'"
+    return f"a {type(position).__name__}"
+
+
+def commit_metadata(epoch: EpochId, offsets: Mapping[int, LogPosition]) -> str:
+    """The Delta commit's ``userMetadata``: the epoch and each partition's end position after the
+    epoch's records (compact JSON, partitions in ascending order): a Kafka offset as a JSON number,
+    a Pulsar message id as a JSON string."""
     _check_epoch(epoch)
     for partition, offset in offsets.items():
-        for what, number in (("partition", partition), ("offset", offset)):
-            if isinstance(number, bool) or not isinstance(number, int) or number < 0:
-                raise WireFormatError(
-                    f"{what} must be an integer >= 0, not {number!r}", reason="value"
-                )
+        if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
+            raise WireFormatError(
+                f"partition must be an integer >= 0, not {partition!r}", reason="value"
+            )
+        problem = _position_problem(offset)
+        if problem is not None:
+            raise WireFormatError(
+                f"offset must be an integer >= 0 (Kafka) or a message id "
+                f"'<ledger>:<entry>:<batch>' (Pulsar), not {offset!r} ({problem})",
+                reason="value",
+            )
+    if len({type(o) for o in offsets.values()}) > 1:
+        raise WireFormatError(
+            f"offsets mix Kafka offsets and Pulsar message ids: {dict(offsets)!r}", reason="value"
+        )
     try:
         writer, attempt = json_string(epoch.writer), json_string(epoch.attempt)
     except _Problem as problem:
         raise problem.error("the epoch") from None
-    parts = ",".join(f'"{p}":{offsets[p]}' for p in sorted(offsets))
+    parts = ",".join(
+        f'"{p}":"{offsets[p]}"' if isinstance(offsets[p], str) else f'"{p}":{offsets[p]}'
+        for p in sorted(offsets)
+    )
     return (
         f'{{"logstore":{{"writer":{writer},"epoch":{epoch.epoch},"attempt":{attempt},'
         f'"offsets":{{{parts}}}}}}}'
     )
 
 
-def parse_commit_metadata(text: str | None) -> tuple[EpochId, dict[int, int]] | None:
-    """The epoch and end offsets of a Delta commit's ``userMetadata``; None when the commit is not
+def parse_commit_metadata(text: str | None) -> tuple[EpochId, dict[int, LogPosition]] | None:
+    """The epoch and end positions (``LogPosition``: a Kafka offset, or a Pulsar message id) of a
+    Delta commit's ``userMetadata``; None when the commit is not
     an ingest epoch's (no metadata, not JSON, no ``logstore`` object). Fields it does not know are
     ignored (the metadata has no version of its own; new fields may only be added)."""
     if not text:
@@ -760,13 +793,18 @@ def parse_commit_metadata(text: str | None) -> tuple[EpochId, dict[int, int]] | 
     epoch = EpochId(body["writer"], body["epoch"], body["attempt"])
     if not epoch.writer or not epoch.attempt or epoch.epoch < 0:
         raise bad("has an empty writer or attempt, or a negative epoch")
-    offsets: dict[int, int] = {}
+    offsets: dict[int, LogPosition] = {}
     for partition, offset in body["offsets"].items():
         if not _DECIMAL_TEXT.fullmatch(partition):
             raise bad(f"has a partition {partition!r} that is not a decimal integer >= 0")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise bad(f"has an offset {offset!r} that is not an integer >= 0")
+        if _position_problem(offset) is not None:
+            raise bad(
+                f"has an offset {offset!r} that is neither an integer >= 0 (Kafka) nor a "
+                "message id '<ledger>:<entry>:<batch>' (Pulsar)"
+            )
         offsets[int(partition)] = offset
+    if len({type(o) for o in offsets.values()}) > 1:
+        raise bad("mixes Kafka offsets and Pulsar message ids")
     return epoch, offsets
 
 

@@ -36,6 +36,9 @@ __all__ = ["MessagePosition", "PulsarAdmin", "PulsarTopic", "TopicName"]
 _PARTITION_SUFFIX = PULSAR_PARTITION_SUFFIX
 
 
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # broker.conf maxMessageSize
+
+
 @dataclass(frozen=True, order=True)
 class MessagePosition:
     """A message's place in one partition: Pulsar's ``MessageId`` without the partition. Ordered
@@ -163,6 +166,17 @@ class PulsarAdmin:
             runtime.get("managedLedgerDefaultWriteQuorum") if isinstance(runtime, dict) else None
         )
         return int(value) if value is not None and str(value).isdigit() else None
+
+    def max_message_size(self) -> int:
+        """The largest message the brokers take (``maxMessageSize``; Pulsar's default, 5 MiB,
+        when the runtime configuration does not say)."""
+        runtime = self._call(
+            "GET", "/admin/v2/brokers/configuration/runtime", deadline=self._deadline(),
+            missing=True,
+        )  # fmt: skip
+        value = runtime.get("maxMessageSize") if isinstance(runtime, dict) else None
+        text = str(value).strip() if value is not None else ""
+        return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_MAX_MESSAGE_SIZE
 
     def held_entries(self, topic: TopicName, partitions: int) -> dict[int, int]:
         """Each partition's entries held in its ledgers (``internalStats.numberOfEntries``): with

@@ -28,8 +28,9 @@ ALLOWED: dict[str, set[str]] = {
     "provision": {"errors", "model", "names", "ddl", "kafka", "pulsar", "catalog", "config",
                   "storage"},
     "read": {"errors", "model", "names", "logformat", "kafka", "catalog", "ingest", "storage"},
-    "jobs": {"errors", "model", "names", "ddl", "kafka", "catalog", "config", "paths", "jvm",
-             "logformat", "provision", "ingest", "read", "interrupt", "processes", "storage"},
+    "jobs": {"errors", "model", "names", "ddl", "kafka", "pulsar", "catalog", "config", "paths",
+             "jvm", "logformat", "provision", "ingest", "read", "interrupt", "processes",
+             "storage"},
 }  # fmt: skip
 TOP = {"__init__", "__main__", "cli", *ALLOWED}
 

@@ -92,6 +92,21 @@ def test_broken_epoch_metadata_is_shown_not_fatal(table: Path) -> None:
     assert entry["kind"] == "table" and "writer" in entry["problem"]
 
 
+def test_an_epoch_on_pulsar_shows_its_message_ids(table: Path) -> None:
+    """A Pulsar table's epoch records message ids (design §7.1): shown, not taken for broken."""
+    from logstore_cli.cli.history import _what
+
+    meta = commit_metadata(EpochId("w-p", 0, "a-p"), {0: "11:7:-1", 1: "12:0:-1"})
+    version = write(
+        table, info("MERGE", userMetadata=meta), {"txn": {"appId": "w-p", "version": 0}}
+    )
+    (entry,) = [
+        c for c in read_history(table, "db.t").to_json()["commits"] if c["version"] == version
+    ]
+    assert entry["kind"] == "epoch" and entry["offsets"] == {"0": "11:7:-1", "1": "12:0:-1"}
+    assert _what(entry).endswith("; log ends 0=11:7:-1 1=12:0:-1")
+
+
 def test_the_command_prints_a_table_or_json_and_checks_its_limit(
     table: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,13 +15,14 @@ from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog import watch as samples_mod
 from logstore_cli.catalog.status import CommitCache, table_status
 from logstore_cli.catalog.watch import CommitSample, Rates, commit_rows, rates, samples
-from logstore_cli.logformat.wire import EpochId, commit_metadata
+from logstore_cli.errors import LogstoreError
+from logstore_cli.logformat.wire import EpochId, LogPosition, commit_metadata
 from tests.deltalog import write_table
 from tests.unit.catalog.test_status import DDL, commit, epoch_commit
 
 
 def info(
-    at_s: float, rows: int | None, offsets: dict[int, int] | None, op: str = "MERGE"
+    at_s: float, rows: int | None, offsets: dict[int, LogPosition] | None, op: str = "MERGE"
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"timestamp": int(at_s * 1000), "operation": op}
     if rows is not None:
@@ -62,6 +63,21 @@ def test_a_topic_created_again_or_other_partitions_give_no_record_count() -> Non
         [(1, info(1, 1, {0: 50})), (2, info(2, 1, {0: 3})), (3, info(3, 1, {0: 4, 1: 1}))]
     )
     assert [s.log_records for s in found] == [None, None, None]
+
+
+def test_pulsar_message_ids_give_rows_but_no_record_count() -> None:
+    """Pulsar ids are not dense: no subtraction (design §7.1); the commits still count."""
+    found = samples([(1, info(1, 4, {0: "9:0:-1"})), (2, info(2, 6, {0: "9:3:-1"}))])
+    assert [(s.version, s.rows, s.log_records) for s in found] == [(1, 4, None), (2, 6, None)]
+
+
+def test_an_epoch_commit_gives_kafka_offsets_and_refuses_pulsar_ids_as_offsets() -> None:
+    kafka = epochs.EpochCommit(EpochId("w", 1, "a"), 3, {0: 7}, None)
+    assert kafka.offsets == {0: 7}
+    pulsar = epochs.EpochCommit(EpochId("w", 1, "a"), 4, {0: "9:3:-1"}, None)
+    assert pulsar.positions == {0: "9:3:-1"}
+    with pytest.raises(LogstoreError, match="Delta version 4 records Pulsar message ids"):
+        pulsar.offsets  # noqa: B018
 
 
 def steady(period: float, count: int, rows: int, start: float = 1000.0) -> list[CommitSample]:

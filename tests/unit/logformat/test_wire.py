@@ -394,7 +394,64 @@ def test_commit_metadata_refuses_bad_offsets(offsets: dict[int, int], message: s
         commit_metadata(EPOCH, offsets)
 
 
+def test_commit_metadata_of_a_pulsar_topic_holds_message_ids_as_strings() -> None:
+    text = commit_metadata(EPOCH, {1: "12:0:-1", 0: "11:7:-1"})
+    assert text == (
+        '{"logstore":{"writer":"w-5c1e","epoch":7,"attempt":"a-91d0",'
+        '"offsets":{"0":"11:7:-1","1":"12:0:-1"}}}'
+    )
+    assert parse_commit_metadata(text) == (EPOCH, {0: "11:7:-1", 1: "12:0:-1"})
+
+
+@pytest.mark.parametrize(
+    ("offsets", "message"),
+    [
+        ({0: "11:7"}, "not '<ledger>:<entry>:<batch>'"),
+        ({0: "a:b:c"}, "not '<ledger>:<entry>:<batch>'"),
+        ({0: " 1:2:3"}, "not '<ledger>:<entry>:<batch>'"),
+        ({0: 1.5}, "a float"),
+        ({0: None}, "a NoneType"),
+        ({0: 3, 1: "1:2:-1"}, "mix Kafka offsets and Pulsar message ids"),
+    ],
+)
+def test_commit_metadata_refuses_bad_positions(offsets: dict[int, object], message: str) -> None:
+    with pytest.raises(WireFormatError, match=message) as info:
+        commit_metadata(EPOCH, offsets)  # type: ignore[arg-type]
+    assert info.value.reason == "value"
+
+
+@pytest.mark.parametrize(
+    ("offsets", "message"),
+    [
+        ('{"0":"11:7"}', "offset '11:7' that is neither"),
+        ('{"0":"1:2:3:4"}', "offset '1:2:3:4' that is neither"),
+        ('{"0":""}', "offset '' that is neither"),
+        ('{"0":null}', "offset None that is neither"),
+        ('{"0":["1:2:3"]}', "that is neither"),
+        ('{"0":5,"1":"1:2:-1"}', "mixes Kafka offsets and Pulsar message ids"),
+    ],
+)
+def test_metadata_with_bad_positions_is_an_error(offsets: str, message: str) -> None:
+    body = '{"writer":"w","epoch":1,"attempt":"a","offsets":' + offsets + "}"
+    with pytest.raises(WireFormatError) as info:
+        parse_commit_metadata('{"logstore":' + body + "}")
+    assert info.value.reason == "malformed"
+    assert message in str(info.value)
+
+
+pulsar_ids = st.builds(
+    lambda ledger, entry, batch: f"{ledger}:{entry}:{batch}",
+    st.integers(0, 2**63 - 1), st.integers(-1, 2**63 - 1), st.integers(-1, 2**31 - 1),
+)  # fmt: skip
+
+
 epochs = st.builds(EpochId, st.text(min_size=1), st.integers(0, 2**63 - 1), st.text(min_size=1))
+
+
+@given(epochs, st.dictionaries(st.integers(0, 10_000), pulsar_ids))
+def test_pulsar_commit_metadata_round_trips(epoch: EpochId, offsets: dict[int, str]) -> None:
+    parsed = parse_commit_metadata(commit_metadata(epoch, offsets))
+    assert parsed == (epoch, offsets)
 
 
 @given(epochs, st.dictionaries(st.integers(0, 10_000), st.integers(0, 2**63 - 1)))
