@@ -182,8 +182,8 @@ def checkpoint_location(text: str, *, s3_warehouse: bool) -> tuple[str, StorageU
         return local_path(text, "--checkpoint"), None
     if not s3_warehouse:
         raise InvalidInputError(
-            f"--checkpoint {text.strip()} is on S3, which needs the warehouse on S3 too (the "
-            "job's Spark gets the S3 connector for an S3 warehouse only)",
+            f"--checkpoint {text.strip()} is on S3, which is not supported unless the warehouse "
+            "is too (the job's Spark gets the S3 connector for an S3 warehouse only)",
             hint=f"give a local directory, or put the warehouse on S3; see {STORAGE_DOC}",
         )
     try:
