@@ -154,7 +154,11 @@ def test_a_checkpoint_on_s3_is_named_s3a_for_spark(given: str) -> None:
 @pytest.mark.parametrize(
     ("given", "remote", "problem"),
     [
-        ("s3a://bucket-2/cp", False, "is on S3, which is not supported unless the warehouse is too"),
+        (
+            "s3a://bucket-2/cp",
+            False,
+            "is on S3, which is not supported unless the warehouse is too",
+        ),
         ("s3://bucket-2", True, "is a bucket's root"),
         ("s3://bucket-2/a/../b", True, "'..'"),
         ("s3://bucket-2/a%2e%2e/b", True, "'%'"),
