@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 
 import pytest
 
+from tests.plugins.scheduling import stop_after_last_user
+
 AUTHZ_START_TIMEOUT_S = 90.0  # the whole fixture: format, launch, broker and SASL listener answer
 
 
@@ -69,7 +71,8 @@ def authz_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthzBrok
     except LogstoreError as exc:
         local_broker.stop(state_dir)
         pytest.fail(f"the authz broker's SASL listener did not answer: {exc}", pytrace=False)
+    stop = stop_after_last_user("authz_broker", lambda: local_broker.stop(state_dir))
     try:
         yield replace(broker, start_s=time.monotonic() - started)
     finally:
-        local_broker.stop(state_dir)
+        stop()

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from logstore_cli.storage.hdfs_server import HdfsServerInfo
+from tests.plugins.scheduling import stop_after_last_user
 
 
 @pytest.fixture(scope="session")
@@ -28,10 +29,11 @@ def hdfs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HdfsServer
     except LogstoreError as exc:
         pytest.fail(f"could not start HDFS: {exc}\n{exc.detail or ''}", pytrace=False)
     print(f"\nHDFS up in {time.monotonic() - began:.1f} s at {info.uri}")
+    stop = stop_after_last_user("hdfs_server", lambda: server.stop(state_dir))
     try:
         yield info
     finally:
-        server.stop(state_dir)
+        stop()
 
 
 @pytest.fixture

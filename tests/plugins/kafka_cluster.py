@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.plugins.scheduling import stop_after_last_user
+
 CLUSTER_NODES = 3
 CLUSTER_START_TIMEOUT_S = 180.0  # three JVMs formatting and electing on two busy cores
 HEALTHY_TIMEOUT_S = 120.0
@@ -103,7 +105,8 @@ def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClu
     except LogstoreError as exc:
         pytest.fail(f"could not start the Kafka cluster: {exc}\n{exc.detail or ''}", pytrace=False)
     cluster = KafkaCluster(state_dir, info.bootstrap, tuple(range(1, CLUSTER_NODES + 1)))
+    stop = stop_after_last_user("kafka_cluster", lambda: local_broker.stop_cluster(state_dir))
     try:
         yield cluster
     finally:
-        local_broker.stop_cluster(state_dir)
+        stop()

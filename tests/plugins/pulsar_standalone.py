@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from logstore_cli.pulsar.local_standalone import PulsarInfo
+from tests.plugins.scheduling import stop_after_last_user
 
 
 @pytest.fixture(scope="session")
@@ -28,10 +29,11 @@ def pulsar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PulsarInfo]:
     except LogstoreError as exc:
         pytest.fail(f"could not start Pulsar: {exc}\n{exc.detail or ''}", pytrace=False)
     print(f"\nPulsar standalone up in {time.monotonic() - began:.1f} s at {info.service_url}")
+    stop = stop_after_last_user("pulsar", lambda: local_standalone.stop(state_dir))
     try:
         yield info
     finally:
-        local_standalone.stop(state_dir)
+        stop()
 
 
 @pytest.fixture

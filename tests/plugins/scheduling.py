@@ -12,11 +12,17 @@ tests last, so that the unit tests fill the gap when one worker finishes its las
 A test's xdist id carries its group after ``@`` when the group is not just its module (xdist's
 ``loadgroup`` convention); ``GroupScheduling`` reads the group from that suffix, else the module.
 Without xdist (``-n 0`` or no plugin), only the order applies.
+
+A lazily started server is stopped after the last test that uses it (``stop_after_last_user``),
+not at the end of the session: on two cores, idle JVMs (three Kafka nodes, a Spark cluster, a
+Pulsar standalone) would otherwise take CPU from every test after them. Its users are one group,
+run in order on one worker, so no test after the last one asks for it.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +94,42 @@ def module_groups(items: Iterable[pytest.Item]) -> dict[str, str]:
             if not member.startswith("@"):
                 named[member] = name or member
     return named
+
+
+# Server fixture -> the last collected test using it, and the registered stops of started ones.
+_last_user: dict[str, pytest.Item] = {}
+_stops: dict[str, Callable[[], None]] = {}
+
+
+def stop_after_last_user(fixture: str, stop: Callable[[], None]) -> Callable[[], None]:
+    """Have ``stop`` run after the teardown of the last test using ``fixture`` (a session
+    fixture of ``SERVER_GROUPS``); the returned stop (for the fixture's own finalizer) runs it at
+    most once."""
+    done = False
+
+    def once() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            stop()
+
+    _stops[fixture] = once
+    return once
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The final order (after any plugin's reordering or deselection): the order tests run in.
+    _last_user.clear()
+    for item in session.items:
+        for fixture in SERVER_GROUPS.keys() & set(getattr(item, "fixturenames", ())):
+            _last_user[fixture] = item
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own teardown: the test's fixtures are gone
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    for fixture, last in list(_last_user.items()):
+        if last is item and fixture in _stops:
+            _stops.pop(fixture)()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

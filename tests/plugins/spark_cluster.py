@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from logstore_cli.jobs import standalone
+from tests.plugins.scheduling import stop_after_last_user
 
 WORKERS = 2
 
@@ -76,7 +77,8 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spark
         info = standalone.start(state_dir, workers=WORKERS, cores=1, memory="1g")
     except LogstoreError as exc:
         pytest.fail(f"could not start the Spark cluster: {exc}\n{exc.detail or ''}", pytrace=False)
+    stop = stop_after_last_user("spark_standalone", lambda: standalone.stop(state_dir))
     try:
         yield SparkStandalone(state_dir, info.master_url)
     finally:
-        standalone.stop(state_dir)
+        stop()
