@@ -16,6 +16,8 @@ import pytest
 from tests import hypothesis_profiles
 
 pytest_plugins = [
+    # first: the server plugins import it (imported first, pytest rewrites its asserts)
+    "tests.plugins.scheduling",  # the order of the run and its split over pytest-xdist workers
     "tests.plugins.isolation",  # autouse: a clean LOGSTORE_* environment for every test
     "tests.plugins.kafka_broker",  # kafka_bootstrap (session), topic_name
     "tests.plugins.authz_broker",  # authz_broker: a second broker with SASL users and ACLs on
@@ -25,7 +27,6 @@ pytest_plugins = [
     "tests.plugins.s3_server",  # s3_server (session, lazy): versitygw; s3_bucket: one per test
     "tests.plugins.pulsar_standalone",  # pulsar (session, lazy): a Pulsar standalone
     "tests.plugins.hdfs_server",  # hdfs_server (session, lazy): a MiniDFSCluster; hdfs_dir
-    "tests.plugins.scheduling",  # the order of the run and its split over pytest-xdist workers
 ]
 
 TESTS = Path(__file__).parent

@@ -9,9 +9,11 @@ the same machine-wide resource (tmux, the Flink mini cluster), are one group, so
 starts once per run and never on both workers. Groups that run real jobs go first and the unit
 tests last, so that the unit tests fill the gap when one worker finishes its last long group.
 
-A test's xdist id carries its group after ``@`` when the group is not just its module (xdist's
-``loadgroup`` convention); ``GroupScheduling`` reads the group from that suffix, else the module.
-Without xdist (``-n 0`` or no plugin), only the order applies.
+The scheduler runs in the controller, which collects nothing and sees test ids only: the workers
+write each module's group to a file the controller names (``GROUPS_FILE_ENV``), and
+``GroupScheduling`` maps an id's module to its group from there. (xdist's own ``loadgroup`` marks an
+id with ``@group``, which no longer reaches the id on pytest 9, where ids are computed.) Without
+xdist (``-n 0`` or no plugin), only the order applies.
 
 A lazily started server is stopped after the last test that uses it (``stop_after_last_user``),
 not at the end of the session: on two cores, idle JVMs (three Kafka nodes, a Spark cluster, a
@@ -21,6 +23,9 @@ run in order on one worker, so no test after the last one asks for it.
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +45,9 @@ SERVER_GROUPS = {
     "hdfs_server": "hdfs",
     "authz_broker": "authz-broker",
 }
+# Where the workers leave the module -> group map for the controller's scheduler (a harness
+# variable: the isolation plugin keeps LOGSTORE_TEST_*, and logstore never reads it).
+GROUPS_FILE_ENV = "LOGSTORE_TEST_GROUPS_FILE"
 # A marker -> its group: one shared resource of the machine.
 MARKER_GROUPS = {"terminal": "terminal", "flink": "flink"}
 # Markers of the groups that run first: the longest units of work.
@@ -143,13 +151,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             heavy.add(group)
         is_unit = unit in Path(str(item.path)).parents
         tier[group] = min(tier.get(group, 2), 2 if is_unit else 1)
-        if group != _module(item):
-            item.add_marker(pytest.mark.xdist_group(group))
     for group in heavy:
         tier[group] = 0
     first_seen = {g: i for i, g in reversed(list(enumerate(groups[_module(t)] for t in items)))}
     # A stable sort: a group's tests together, in their own order.
     items.sort(key=lambda t: (tier[groups[_module(t)]], first_seen[groups[_module(t)]]))
+    target = os.environ.get(GROUPS_FILE_ENV)
+    if target and hasattr(config, "workerinput"):  # an xdist worker: tell the controller
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target))
+        with os.fdopen(fd, "w") as fh:
+            json.dump(groups, fh)
+        os.replace(tmp, target)  # every worker writes the same map: whole files only
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or config.getvalue("dist") in (None, "no"):
+        return
+    # The controller: its workers inherit the environment, so they find the file.
+    fd, path = tempfile.mkstemp(prefix="logstore-test-groups-", suffix=".json")
+    os.close(fd)
+    os.environ[GROUPS_FILE_ENV] = path
+    config.add_cleanup(lambda: os.unlink(path) if os.path.exists(path) else None)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -159,13 +181,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadGroupScheduling
 
     class GroupScheduling(LoadGroupScheduling):  # type: ignore[misc]
-        """xdist's loadgroup, with ungrouped tests grouped by module (not one unit per test),
-        and the collection's order kept (the order above, not the largest group first)."""
+        """xdist's loadgroup with this module's groups (read from the workers' file once they
+        have collected: ``schedule`` runs after that), and the collection's order kept (the
+        order above, not the largest group first)."""
+
+        _groups: dict[str, str] | None = None
 
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.rfind("@") > nodeid.rfind("]"):
-                return nodeid.rsplit("@", 1)[-1]
-            return nodeid.split("::", 1)[0]
+            if self._groups is None:
+                path = os.environ.get(GROUPS_FILE_ENV, "")
+                try:
+                    with open(path, encoding="utf-8") as fh:
+                        self._groups = dict(json.load(fh))
+                except (OSError, ValueError):  # no map: each module its own unit
+                    self._groups = {}
+            module = nodeid.split("::", 1)[0]
+            return self._groups.get(module, module)
 
     config.option.loadscopereorder = False
     return GroupScheduling(config, log)
