@@ -18,7 +18,34 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted\n")
         sys.exit(130)
-    run_app()
+    try:
+        run_app()
+    except SystemExit as done:
+        if "logstore_cli.storage.hdfs" in sys.modules and "pyspark" not in sys.modules:
+            _exit_before_teardown(done.code if isinstance(done.code, int) else 1)
+        raise
+
+
+def _exit_before_teardown(code: int) -> None:
+    """End the process without the interpreter's teardown, once everything is written.
+
+    A command that reached HDFS (delta-rs and hdfs-native run native threads of their own) was
+    seen to abort at exit on a loaded machine after it had printed all its output and chosen its
+    code ("terminate called without an active exception", exit -6): a native thread still running
+    while the interpreter tore its modules down. Nothing of logstore's is left to do then (its
+    files are written and closed), so the code goes to the OS directly, the output and log
+    handlers flushed first. Only here, in the process's own entry point (never in a caller's
+    process), and never after Spark ran: its exit hooks stop the JVM.
+    """
+    import contextlib
+    import logging
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to write
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
 
 
 if __name__ == "__main__":
