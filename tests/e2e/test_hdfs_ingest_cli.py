@@ -20,12 +20,12 @@ from deltalake import DeltaTable
 
 from logstore_cli.storage.hdfs_server import HdfsServerInfo
 from tests.e2e.test_hdfs_tables_cli import Lake
+from tests.e2e.test_s3_ingest_cli import folded
 from tests.integration.jobs.ingest_support import changes, fold, normalized, orders_ddl, write_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.hdfs]
 
 TABLE = "shop.orders"
-State = dict[int, dict[str, Any]]
 
 
 @pytest.fixture
@@ -41,18 +41,6 @@ def ingest(lake: Lake) -> list[dict[str, Any]]:
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert events[-1]["event"] == "done"
     return [e for e in events if e["event"] == "epoch"]
-
-
-def folded(lines: list[dict[str, Any]]) -> State:
-    state: State = {}
-    for line in lines:
-        key = int(line["row"]["id"])
-        if line["kind"] in ("-U", "-D"):
-            assert key in state, f"{line} removes a row the read never showed"
-            del state[key]
-        else:
-            state[key] = normalized(line["row"])
-    return state
 
 
 def read(lake: Lake, *args: str) -> list[dict[str, Any]]:
