@@ -197,5 +197,5 @@ class LogSystemNotSupportedError(InvalidInputError):
             "('log-store.type' = 'pulsar'), which logstore provisions and ingests into but "
             "does not read so far (issue 23)",
             hint=f"{instead}; on a Pulsar table create-table, describe, alter-table, "
-            "drop-table and ingest work",
+            "drop-table, ingest and status work",
         )
