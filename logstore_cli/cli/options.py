@@ -174,8 +174,8 @@ REMOTE_COMMANDS = frozenset(
 _WAREHOUSE_ANYWHERE = REMOTE_COMMANDS | {"setup"}
 REMOTE_WORKS = (
     "create-table, list, describe, alter-table (--set, --unset, --add-column), drop-table, "
-    "status, history, verify, read (the consumer engine and delta-rs, not Spark) and ingest run "
-    "there today"
+    "status, history, verify, read (every engine; Delta and Parquet outputs to a local path) and "
+    "ingest run there today"
 )
 
 
