@@ -20,6 +20,12 @@ from deltalake import DeltaTable
 from logstore_cli.logformat.wire import EpochId
 from logstore_cli.storage.hdfs_server import HdfsServerInfo
 from tests.e2e.cli_support import keyed_table, run_cli
+from tests.e2e.remote_maintenance import (
+    check_optimize,
+    check_vacuum,
+    small_files_table,
+    table_with_removed_files,
+)
 from tests.e2e.remote_reads import check_spark_reads
 
 pytestmark = [pytest.mark.integration, pytest.mark.hdfs]
@@ -156,9 +162,6 @@ def test_what_needs_spark_exits_2_and_changes_nothing(lake: Lake) -> None:
     before = lake.files()
     widened = lake.run("alter-table", "shop.orders", "--widen-column", "qty BIGINT")
     assert widened.returncode == 2 and "needs Spark" in widened.stderr
-    optimize = lake.run("optimize", "shop.orders")
-    assert optimize.returncode == 2
-    assert "'optimize' does not run on an hdfs:// warehouse yet" in optimize.stderr
     assert lake.files() == before
 
 
@@ -268,3 +271,18 @@ def test_spark_reads_a_table_on_hdfs(
     out.mkdir()
     check_spark_reads(lake.run, out, "shop.orders", rows=len(rows), last=last)
     assert lake.files() == before  # a read writes nothing to the warehouse
+
+
+def test_vacuum_on_hdfs_deletes_the_removed_files_and_nothing_else(
+    tmp_path: Path, lake: Lake
+) -> None:
+    assert lake.upload(table_with_removed_files(tmp_path), "shop/orders") > 0
+    lake.put("shop/orders2/part-0.parquet")
+    lake.put("shop/ordersx.parquet")
+    check_vacuum(lake.run, tmp_path, lake.files)
+
+
+def test_optimize_on_hdfs_compacts_the_tables_files(tmp_path: Path, lake: Lake) -> None:
+    """A second Spark driver beside an ingest is safe here: HDFSLogStore commits by rename."""
+    assert lake.upload(small_files_table(tmp_path, 3), "shop/orders") > 0
+    check_optimize(lake.run, f"{lake.uri}/shop/orders")
