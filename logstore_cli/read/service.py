@@ -167,12 +167,15 @@ def check_new_path(path: str) -> None:
         )
 
 
-def check_outside_tables(path: str, table: StoredTable) -> None:
+def check_outside_tables(path: str, table: StoredTable | StoredTableOn) -> None:
     """A Delta or Parquet ``--output`` lies outside the warehouse and outside any Delta table: a
-    directory written there would show up as a table, or as files of one that VACUUM removes."""
+    directory written there would show up as a table, or as files of one that VACUUM removes.
+    (A remote table's warehouse is not on this file system: only local Delta tables are looked
+    for then.)"""
     from logstore_cli.catalog.warehouse import table_overlap
 
-    why = table_overlap(Path(path), table.ref.path.parents[1], below=False)
+    warehouse = None if isinstance(table, StoredTableOn) else table.ref.path.parents[1]
+    why = table_overlap(Path(path), warehouse, below=False)
     if why is not None:
         raise InvalidInputError(
             f"--output {path} would be written among logstore's tables: {why}",
@@ -239,7 +242,7 @@ def build_request(
         if output.kind in ("delta", "parquet"):
             check_local_output(output.path)
         check_new_path(output.path)  # before a JVM starts; the engines check again to write
-        if output.kind in ("delta", "parquet") and isinstance(table, StoredTable):
+        if output.kind in ("delta", "parquet"):
             check_outside_tables(output.path, table)
     if checkpoint is not None and not checkpoint.strip():
         raise InvalidInputError("--checkpoint is empty")

@@ -486,3 +486,12 @@ def test_a_file_read_on_object_storage_runs_delta_rs(tmp_path: Path, output: Any
         as_of="3", changes=False, bootstrap=None, client_properties={}, timeout_s=5.0,
     )  # fmt: skip
     assert (req.mode, req.engine, req.location) == ("file", "delta-rs", stored.ref.storage)
+
+
+def test_a_remote_tables_output_stays_out_of_local_delta_tables(tmp_path: Path) -> None:
+    (tmp_path / "other" / "_delta_log").mkdir(parents=True)  # a Delta table on this disk
+    inside = plan.OutputSpec("delta", str(tmp_path / "other" / "copy"))
+    with pytest.raises(InvalidInputError, match="would be written among logstore's tables"):
+        build_request(_stored_on(tmp_path), **{**_ARGS, "output": inside})
+    beside = plan.OutputSpec("parquet", str(tmp_path / "copy.parquet"))
+    assert build_request(_stored_on(tmp_path), **{**_ARGS, "output": beside}).engine == "spark"
