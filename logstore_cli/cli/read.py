@@ -249,7 +249,7 @@ def read(
         )
     if checkpoint is not None and checkpoint.strip():
         checkpoint = local_path(checkpoint, "--checkpoint")
-    stored = ctx.load_any(table)  # on S3: the consumer engine's log reads only (build_request)
+    stored = ctx.load_any(table)  # local, or on the warehouse's storage (s3://, hdfs://)
     client: dict[str, str] = dict(ctx.config.kafka.client)
     if stored.spec.log_store is not None:
         client.update(stored.spec.log_store.client_properties)

@@ -5,9 +5,10 @@ broker or a JVM is touched). ``read_with_consumer`` runs a log read with the con
 engine (``consumer.py``): an optional Delta snapshot first (hybrid read, with delta-rs), then the
 log through one ``TopicDecider``; what it emits goes to a ``Sink``. The Spark engine
 (``jobs/read.py``) and the delta-rs engine of ``--mode file`` (``delta_rs.py``) take the same
-request and the same sink. On a remote warehouse (``StoredTableOn``) only the consumer engine's log
-reads run (issue 19 stage 2b): its Delta reads go through the storage seam and delta-rs's storage
-options; the others are refused in ``build_request``.
+request and the same sink. On a remote warehouse (``StoredTableOn``) every engine runs: the
+consumer's Delta reads go through the storage seam and delta-rs's storage options, Spark opens the
+table's Hadoop URI (``spark_path``: ``s3a://``, ``hdfs://``); a Delta or Parquet output is a local
+path there (``check_local_output``).
 """
 
 from __future__ import annotations
@@ -75,11 +76,20 @@ class ReadRequest:
         return self.table.ref.name
 
     @property
-    def path(self) -> Path:
-        """The table's local directory (the engines that need one: Spark, ``--mode file``)."""
-        if isinstance(self.table, StoredTableOn):  # refused by build_request: never reached
-            raise InvalidInputError(_REMOTE, hint=_REMOTE_HINT)
-        return self.table.ref.path
+    def spark_path(self) -> str:
+        """The table as Spark opens it: its local directory, or its Hadoop URI on a remote
+        warehouse (``s3a://…``, ``hdfs://…``)."""
+        from logstore_cli.catalog.delta_log import spark_path
+
+        return spark_path(self.location)
+
+    @property
+    def warehouse(self) -> str:
+        """The table's warehouse as the ``logstore`` data source's ``warehouse`` option takes it:
+        the local directory, or the remote warehouse's URI (``s3://…``, ``hdfs://…``)."""
+        if isinstance(self.table, StoredTableOn):
+            return warehouse_uri(self.table.ref.storage.uri)
+        return str(self.table.ref.path.parents[1])
 
     @property
     def location(self) -> TableLocation:
@@ -157,12 +167,15 @@ def check_new_path(path: str) -> None:
         )
 
 
-def check_outside_tables(path: str, table: StoredTable) -> None:
+def check_outside_tables(path: str, table: StoredTable | StoredTableOn) -> None:
     """A Delta or Parquet ``--output`` lies outside the warehouse and outside any Delta table: a
-    directory written there would show up as a table, or as files of one that VACUUM removes."""
+    directory written there would show up as a table, or as files of one that VACUUM removes.
+    (A remote table's warehouse is not on this file system: only local Delta tables are looked
+    for then.)"""
     from logstore_cli.catalog.warehouse import table_overlap
 
-    why = table_overlap(Path(path), table.ref.path.parents[1], below=False)
+    warehouse = None if isinstance(table, StoredTableOn) else table.ref.path.parents[1]
+    why = table_overlap(Path(path), warehouse, below=False)
     if why is not None:
         raise InvalidInputError(
             f"--output {path} would be written among logstore's tables: {why}",
@@ -170,14 +183,27 @@ def check_outside_tables(path: str, table: StoredTable) -> None:
         )
 
 
-_REMOTE = (
-    "'read' on a remote (s3://, hdfs://) warehouse runs the consumer engine (--mode log) and "
-    "delta-rs (--mode file) only (issue 19 stage 2b): the Spark engine does not run there yet"
-)
-_REMOTE_HINT = (
-    "drop --engine spark (a Delta or Parquet output of --mode file is written by delta-rs), or "
-    "read the log to stdout or --output jsonl[:PATH]; see docs/cluster.md, section 5"
-)
+def warehouse_uri(table_uri: str) -> str:
+    """The warehouse of a remote table's URI (``<warehouse>/<db>/<table>``). Pure."""
+    return table_uri.rstrip("/").rsplit("/", 2)[0]
+
+
+# "s3a://b/p", "hdfs:/p", "file:/p": a scheme, a colon and a slash (config.local_path's test).
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]+:/")
+
+
+def check_local_output(path: str) -> None:
+    """A Delta or Parquet ``--output`` is a local path: the read's engines write it on the driver's
+    file system (a URI would reach Spark as another store, outside every containment check)."""
+    if _SCHEME.match(path.strip()):
+        raise InvalidInputError(
+            f"--output {path} is a URI: a read writes its Delta or Parquet output to a local "
+            "path only",
+            hint="give a local path (outside the warehouse), and copy it to object storage "
+            "yourself if you need it there; see docs/cluster.md, section 5",
+        )
+
+
 _FILE_ONLY = "--as-of and --changes read the Delta table: use them with --mode file"
 _LOG_ONLY = "{flag} applies to the log: use it with --mode log"
 
@@ -213,8 +239,10 @@ def build_request(
     if limit is not None and limit < 1:
         raise InvalidInputError(f"--limit must be at least 1, got {limit}")
     if output.path is not None:
+        if output.kind in ("delta", "parquet"):
+            check_local_output(output.path)
         check_new_path(output.path)  # before a JVM starts; the engines check again to write
-        if output.kind in ("delta", "parquet") and isinstance(table, StoredTable):
+        if output.kind in ("delta", "parquet"):
             check_outside_tables(output.path, table)
     if checkpoint is not None and not checkpoint.strip():
         raise InvalidInputError("--checkpoint is empty")
@@ -230,10 +258,7 @@ def build_request(
         )
         if used
     ]
-    remote = isinstance(table, StoredTableOn)
     if chosen == "file":
-        if remote and engine == "spark":
-            raise InvalidInputError(_REMOTE, hint=_REMOTE_HINT)
         if given_log:
             raise InvalidInputError(
                 _LOG_ONLY.format(flag=given_log[0]),
@@ -299,8 +324,6 @@ def build_request(
             hint="use the consumer engine (the default for stdout) for a bounded read that goes "
             "on where the last one stopped",
         )
-    if remote and resolved != "consumer":
-        raise InvalidInputError(_REMOTE, hint=_REMOTE_HINT)
     if resolved == "consumer" and not output.streamed:
         raise InvalidInputError(
             f"--output {output.path} writes {output.kind.capitalize()} files, which the consumer "

@@ -20,6 +20,13 @@ from deltalake import DeltaTable
 from logstore_cli.logformat.wire import EpochId
 from logstore_cli.storage.hdfs_server import HdfsServerInfo
 from tests.e2e.cli_support import keyed_table, run_cli
+from tests.e2e.remote_maintenance import (
+    check_optimize,
+    check_vacuum,
+    small_files_table,
+    table_with_removed_files,
+)
+from tests.e2e.remote_reads import check_spark_reads
 
 pytestmark = [pytest.mark.integration, pytest.mark.hdfs]
 
@@ -155,11 +162,6 @@ def test_what_needs_spark_exits_2_and_changes_nothing(lake: Lake) -> None:
     before = lake.files()
     widened = lake.run("alter-table", "shop.orders", "--widen-column", "qty BIGINT")
     assert widened.returncode == 2 and "needs Spark" in widened.stderr
-    optimize = lake.run("optimize", "shop.orders")
-    assert optimize.returncode == 2
-    assert "'optimize' does not run on an hdfs:// warehouse yet" in optimize.stderr
-    refused = lake.run("read", "shop.orders", "--mode", "file", "--engine", "spark")
-    assert refused.returncode == 2 and "the Spark engine does not run there" in refused.stderr
     assert lake.files() == before
 
 
@@ -249,3 +251,38 @@ def test_status_history_verify_and_read_on_hdfs_say_what_they_say_for_the_local_
         (code, here), (_, there) = _both(tmp_path, lake, "read", "shop.orders", *args)
         assert code == 0 and there == here, args
         assert len(here.splitlines()) == len(rows), args
+
+
+def test_spark_reads_a_table_on_hdfs(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str, lake: Lake
+) -> None:
+    """read --engine spark on the table's hdfs:// URI: --as-of, --changes, a Parquet snapshot
+    and a hybrid log read to local outputs, as delta-rs and the consumer read it there."""
+    writer = keyed_table(tmp_path, kafka_bootstrap, topic_name, name="shop.orders")
+    try:
+        rows = [{"id": i, "name": f"n{i}"} for i in range(6)]
+        writer.epoch(EpochId("w1", 0, "a-0"), rows[:4])
+        last = writer.epoch(EpochId("w1", 1, "a-1"), rows[4:])
+    finally:
+        writer.close()
+    assert lake.upload(tmp_path / "wh" / "shop" / "orders", "shop/orders") > 0
+    before = lake.files()
+    out = tmp_path / "out"
+    out.mkdir()
+    check_spark_reads(lake.run, out, "shop.orders", rows=len(rows), last=last)
+    assert lake.files() == before  # a read writes nothing to the warehouse
+
+
+def test_vacuum_on_hdfs_deletes_the_removed_files_and_nothing_else(
+    tmp_path: Path, lake: Lake
+) -> None:
+    assert lake.upload(table_with_removed_files(tmp_path), "shop/orders") > 0
+    lake.put("shop/orders2/part-0.parquet")
+    lake.put("shop/ordersx.parquet")
+    check_vacuum(lake.run, tmp_path, lake.files)
+
+
+def test_optimize_on_hdfs_compacts_the_tables_files(tmp_path: Path, lake: Lake) -> None:
+    """A second Spark driver beside an ingest is safe here: HDFSLogStore commits by rename."""
+    assert lake.upload(small_files_table(tmp_path, 3), "shop/orders") > 0
+    check_optimize(lake.run, f"{lake.uri}/shop/orders")

@@ -15,6 +15,7 @@ import pytest
 from deltalake import DeltaTable
 
 from logstore_cli.storage.s3 import S3Settings, make_client
+from tests.e2e.remote_maintenance import check_vacuum, table_with_removed_files
 
 pytestmark = pytest.mark.s3
 
@@ -149,7 +150,7 @@ def test_what_needs_spark_exits_2_and_changes_nothing(lake: Lake) -> None:
     assert spark_only.returncode == 2 and "needs Spark" in spark_only.stderr
     optimized = lake.run("optimize", "shop.orders")  # ingest runs there: test_s3_ingest_cli.py
     assert optimized.returncode == 2
-    assert "'optimize' does not run on an s3:// warehouse yet" in optimized.stderr
+    assert "'optimize' does not run on an s3:// warehouse: it is a second Spark" in optimized.stderr
     assert lake.objects() == before
 
 
@@ -218,3 +219,19 @@ def test_a_missing_bucket_or_bad_endpoint_is_a_clear_error(lake: Lake) -> None:
     del lake.env["AWS_ALLOW_HTTP"]
     refused = lake.run("list")
     assert refused.returncode == 2 and "AWS_ALLOW_HTTP" in refused.stderr
+
+
+def test_vacuum_on_s3_deletes_the_removed_files_and_nothing_else(
+    tmp_path: Path, lake: Lake
+) -> None:
+    table = table_with_removed_files(tmp_path)
+    for path in sorted(p for p in table.rglob("*") if p.is_file()):
+        key = f"lake/wh/shop/orders/{path.relative_to(table).as_posix()}"
+        lake.client.put_object(Bucket=lake.bucket, Key=key, Body=path.read_bytes())
+    lake.put("lake/wh/shop/orders2/part-0.parquet")
+    lake.put("lake/wh/shop/ordersx.parquet")
+
+    def files() -> set[str]:
+        return {k.removeprefix("lake/wh/") for k in lake.objects()}
+
+    check_vacuum(lake.run, tmp_path, files)
