@@ -25,7 +25,6 @@ from logstore_cli.catalog.delta_log import (
 )
 from logstore_cli.errors import LogstoreError
 from logstore_cli.logformat.errors import WireFormatError
-from logstore_cli.logformat.pulsar_form import after as pulsar_after
 from logstore_cli.logformat.wire import (
     CommitMarker,
     EpochId,
@@ -62,6 +61,9 @@ class EpochCommit:
             if isinstance(position, int):
                 out[partition] = position
                 continue
+            # imported here: a Kafka table's commands (status, ...) do not load the Pulsar form
+            from logstore_cli.logformat.pulsar_form import after as pulsar_after
+
             try:
                 out[partition] = pulsar_after(position)
             except WireFormatError as exc:

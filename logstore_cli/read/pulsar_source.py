@@ -51,6 +51,13 @@ log = logging.getLogger(__name__)
 
 _NO_END: Final = 1 << 200  # a following read's partitions: above every ordinal
 _UPGRADE_HINT = "upgrade logstore (pip install -U logstore) to read records of a newer format"
+#: verify's note on a Pulsar table (``read.verify.verify_table``'s ``unknown_start``).
+UNKNOWN_START: Final = (
+    "Pulsar's message ids do not show whether the topic's retention deleted a partition's oldest "
+    "messages: each partition was read from the oldest message it holds (if the log and Delta "
+    "differ by rows of the oldest epochs, that is why: give the topic infinite retention, "
+    "log.topic.retention.ms = -1, if verify matters for this table)"
+)
 # The C++ client logs through this logger; shown only when logstore's own debug log is on (an
 # outage would otherwise print a line per reconnect while a following read waits it out).
 _CLIENT_LOG: Final = logging.getLogger("logstore_cli.pulsar.client")
