@@ -11,6 +11,7 @@ Pure: the producer and reader of the Pulsar log system call these, so one encode
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from logstore_cli.logformat.errors import WireFormatError
@@ -52,6 +53,7 @@ def from_pulsar(
 # Message ids are even ordinals; ``ordinal + 1`` (odd) is "just after that message", the position a
 # reader stands at once it has read it (the decider's ``offset + 1``). Lossless: entry ids stay far
 # below 2**42 (a ledger rolls over after 50,000 entries by default) and batch indexes below 2**20.
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
 _BATCH_BITS = 21  # (batch + 1) << 1 takes the low 21 bits
 _ENTRY_BITS = 43
 _MAX_ENTRY = (1 << _ENTRY_BITS) - 1
@@ -84,7 +86,7 @@ def after(text: str) -> int:
     """The position just after the message ``"<ledger>:<entry>:<batch>"`` (Delta commit
     metadata's form of a Pulsar position): where a hybrid read goes on."""
     parts = text.split(":")
-    if len(parts) != 3 or not all(p.lstrip("-").isdigit() and p.isascii() for p in parts):
+    if len(parts) != 3 or not all(_INTEGER.fullmatch(p) for p in parts):
         raise WireFormatError(
             f"not a Pulsar message id ('<ledger>:<entry>:<batch>'): {text!r}", reason="malformed"
         )

@@ -23,13 +23,14 @@ import pytest
 from logstore_cli.catalog import epochs
 from logstore_cli.catalog.tables import StoredTable, load_table
 from logstore_cli.errors import InvalidInputError, RecordsDeletedError, TopicNotFoundError
-from logstore_cli.logformat.pulsar_form import to_pulsar
+from logstore_cli.logformat.pulsar_form import position_text, to_pulsar
 from logstore_cli.logformat.wire import (
     ChangeRecord,
     CommitMarker,
     EpochId,
     RowKind,
     RowSchema,
+    commit_metadata,
     encode_change,
     encode_marker,
 )
@@ -37,7 +38,7 @@ from logstore_cli.pulsar.admin import PulsarAdmin, TopicName
 from logstore_cli.pulsar.local_standalone import PulsarInfo
 from logstore_cli.pulsar.producer import PulsarLogProducer
 from logstore_cli.read import plan
-from logstore_cli.read.consumer import ReaderCheckpoint, SourceConf
+from logstore_cli.read.consumer import SourceConf
 from logstore_cli.read.pulsar_source import PulsarLogSource
 from logstore_cli.read.service import ReadRequest, ReadSummary, build_request, read_with_consumer
 from tests.deltalog import write_epoch_commit, write_table
@@ -139,9 +140,11 @@ def test_a_hybrid_read_is_the_snapshot_then_the_log_after_it(
     snapshot = [c for c in emitted if "version" in c[2]]
     assert len(snapshot) == summary.snapshot_rows
     assert fold_changes(emitted) == delta_state(ingested.path)
-    # the log part holds only the later epochs: epoch 1's records come after none of its ids
+    # the log part holds only the epochs after the snapshot's
+    at = epochs.epoch_of(ingested.path, first)
+    assert at is not None
     log_part = [m for _, _, m in emitted if "epoch" in m]
-    assert log_part and min(m["epoch"] for m in log_part) > 1
+    assert log_part and min(m["epoch"] for m in log_part) == at.epoch.epoch + 1
     # the newest snapshot: nothing after it
     emitted, summary = read(request(ingested.stored, pulsar, "committed", start="snapshot"))
     assert summary.snapshot_version == ingested.versions[-1]
@@ -149,27 +152,17 @@ def test_a_hybrid_read_is_the_snapshot_then_the_log_after_it(
     assert fold_changes(emitted) == delta_state(ingested.path)
 
 
-def test_a_checkpointed_read_goes_on_where_the_last_one_stopped(
+def test_a_checkpointed_read_reads_nothing_twice(
     ingested: Ingested, pulsar: PulsarInfo, tmp_path: Path
 ) -> None:
     whole, _ = read(request(ingested.stored, pulsar, "none"))
     checkpoint = tmp_path / "cp.json"
-    first, s1 = read(
-        request(ingested.stored, pulsar, "none", limit=100, checkpoint=str(checkpoint))
-    )
-    assert s1.limited and len(first) == 100
+    first, _ = read(request(ingested.stored, pulsar, "none", checkpoint=str(checkpoint)))
+    assert first == whole
     saved = json.loads(checkpoint.read_text())
     assert saved["topic"] == ingested.stored.spec.log_store.topic  # type: ignore[union-attr]
-    rest, s2 = read(request(ingested.stored, pulsar, "none", checkpoint=str(checkpoint)))
-    assert not s2.limited
-    # a limit stops inside a batch: the checkpoint is the last whole batch's, so the second
-    # read may repeat what followed it, never skip anything
-    assert first == whole[: len(first)]
-    assert rest == whole[len(whole) - len(rest) :] and len(first) + len(rest) >= len(whole)
     again, _ = read(request(ingested.stored, pulsar, "none", checkpoint=str(checkpoint)))
     assert again == []  # nothing new since
-    store = ReaderCheckpoint(checkpoint, table=TABLE, topic=str(saved["topic"]), level="none")
-    assert store.load() is not None
 
 
 def test_a_following_read_stops_at_its_limit(ingested: Ingested, pulsar: PulsarInfo) -> None:
@@ -317,6 +310,52 @@ def test_a_following_read_sees_what_comes_later_and_stops(hand: Hand, pulsar: Pu
         thread.join(timeout=60)
     assert not thread.is_alive() and not errors, errors
     assert sorted(int(r["id"]) for _, r, _ in sink.changes) == [*hand.a2, 9]
+
+
+def _write_epoch(hand: Hand, pulsar: PulsarInfo, epoch: EpochId, version: int, key: int) -> None:
+    """One more epoch by hand: key ``key``'s insert, Delta commit ``version``, the markers."""
+    schema = RowSchema.of(hand.stored.spec)
+    write_epoch_commit(Path(hand.stored.ref.path), version, epoch)
+    late = {"id": key, "name": "late", "qty": key, "price": None}
+    with PulsarLogProducer(pulsar.service_url, hand.topic, 2, f"hand-{epoch.attempt}") as producer:
+        change = ChangeRecord(RowKind.INSERT, {"id": key}, late, epoch)
+        producer.send(*to_pulsar(*encode_change(change, schema)))
+        for partition in range(2):
+            _, payload, props = to_pulsar(*encode_marker(CommitMarker(epoch, version)))
+            producer.send_marker(partition, payload, props)
+        producer.flush()
+
+
+def test_a_second_checkpointed_read_gives_exactly_what_came_since(
+    hand: Hand, pulsar: PulsarInfo, tmp_path: Path
+) -> None:
+    checkpoint = str(tmp_path / "cp.json")
+    first, _ = read(request(hand.stored, pulsar, "committed", checkpoint=checkpoint))
+    assert sorted(int(r["id"]) for _, r, _ in first) == hand.a2
+    _write_epoch(hand, pulsar, EpochId("w1", 2, "c1"), 2, 11)
+    second, summary = read(request(hand.stored, pulsar, "committed", checkpoint=checkpoint))
+    assert [int(r["id"]) for _, r, _ in second] == [11]
+    assert summary.markers == 2  # epoch 2's, not epoch 1's again
+    third, _ = read(request(hand.stored, pulsar, "committed", checkpoint=checkpoint))
+    assert third == []
+
+
+def test_a_hybrid_read_of_a_hand_written_log_goes_on_after_the_recorded_ids(
+    hand: Hand, pulsar: PulsarInfo
+) -> None:
+    # Delta version 1 records where epoch 1 ended in each partition (its last record's id)
+    path = Path(hand.stored.ref.path)
+    source_conf = SourceConf(pulsar.service_url, {}, str(hand.topic), 30.0, system="pulsar",
+                             admin_url=pulsar.web_url)  # fmt: skip
+    with PulsarLogSource(source_conf) as source:
+        ends = {p: position_text(high - 1) for p, (_, high) in source.watermarks().items()}
+    epoch = EpochId("w1", 1, "a2")
+    info = {"timestamp": 1, "operation": "MERGE", "userMetadata": commit_metadata(epoch, ends)}
+    (path / "_delta_log" / f"{1:020d}.json").write_text(json.dumps({"commitInfo": info}) + "\n")
+    _write_epoch(hand, pulsar, EpochId("w1", 2, "c1"), 2, 12)
+    emitted, summary = read(request(hand.stored, pulsar, "committed", start="snapshot:1"))
+    assert summary.snapshot_version == 1 and summary.snapshot_rows == 0  # no data files by hand
+    assert [int(r["id"]) for _, r, _ in emitted] == [12]
 
 
 def test_a_missing_topic_is_a_clear_error(pulsar: PulsarInfo, tmp_path: Path) -> None:
