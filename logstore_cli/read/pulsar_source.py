@@ -464,14 +464,17 @@ class PulsarLogReader(LogReader):
         idle_since = time.monotonic()
         next_discovery = time.monotonic() + DISCOVER_EVERY_S
         lost = False
+        idle = False
         while active:
             if stop():
                 return
             out: list[tuple[int, Emission]] = []
             got = 0
+            # A round takes what the readers hold without waiting; a round after an idle one waits
+            # a share of poll_s on each partition (a Reader cannot wait on others), so an idle
+            # partition never holds a busy one back.
+            wait = max(10, int(poll_s * 1000) // len(active)) if idle else 0
             for partition in sorted(active):
-                # wait only on the first partition when nothing came yet: one poll per round
-                wait = int(poll_s * 1000) if got == 0 and partition == min(active) else 0
                 messages = source.take(readers[partition], partition, BATCH, wait)
                 got += len(messages)
                 end = ends[partition]
@@ -488,6 +491,7 @@ class PulsarLogReader(LogReader):
                 if reader_positions[partition] >= end:
                     active.discard(partition)  # a bounded read reached the partition's end
             now = time.monotonic()
+            idle = not got
             if got:
                 idle_since = now
             if out:
