@@ -188,11 +188,11 @@ class PulsarLogSource:
     def offsets_for_time(self, timestamp_ms: int) -> dict[int, int]:
         """``{partition: the first message published at or after timestamp_ms}``; just after the
         last one where none is that recent."""
-        marks = self.watermarks()
-        return {
-            p: high if low == high else (self._first(p, 0, timestamp_ms) or high)
-            for p, (low, high) in marks.items()
-        }
+        out: dict[int, int] = {}
+        for partition, (low, high) in self.watermarks().items():
+            found = None if low == high else self._first(partition, 0, timestamp_ms)
+            out[partition] = high if found is None else found
+        return out
 
     def _first(self, partition: int, start: int, timestamp_ms: int | None = None) -> int | None:
         """The ordinal of the first message at or after ``start`` (or published at or after

@@ -358,6 +358,17 @@ def test_a_hybrid_read_of_a_hand_written_log_goes_on_after_the_recorded_ids(
     assert [int(r["id"]) for _, r, _ in emitted] == [12]
 
 
+def test_a_read_from_a_time_starts_at_the_first_message_published_since(
+    hand: Hand, pulsar: PulsarInfo
+) -> None:
+    future, _ = read(request(hand.stored, pulsar, "none", start=f"timestamp:{2**41}"))
+    assert future == []  # nothing published that late: every partition starts at its end
+    since = int(time.time() * 1000)
+    _write_epoch(hand, pulsar, EpochId("w1", 2, "d1"), 2, 13)
+    emitted, _ = read(request(hand.stored, pulsar, "none", start=f"timestamp:{since}"))
+    assert [int(r["id"]) for _, r, _ in emitted] == [13]
+
+
 def test_a_missing_topic_is_a_clear_error(pulsar: PulsarInfo, tmp_path: Path) -> None:
     write_table(tmp_path / "wh", _hand_ddl(pulsar, f"t-never-{uuid.uuid4().hex[:12]}"))
     stored = load_table(tmp_path / "wh", HAND_TABLE)
