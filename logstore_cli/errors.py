@@ -196,5 +196,5 @@ class LogSystemNotSupportedError(InvalidInputError):
             f"{doing} does not run on table {table} yet: its log is on Pulsar "
             "('log-store.type' = 'pulsar'), where logstore does not run it so far (issue 23)",
             hint=f"{instead}; on a Pulsar table create-table, describe, alter-table, "
-            "drop-table, ingest, read and verify work",
+            "drop-table, ingest, status, read and verify work",
         )
