@@ -369,6 +369,59 @@ def test_a_read_from_a_time_starts_at_the_first_message_published_since(
     assert [int(r["id"]) for _, r, _ in emitted] == [13]
 
 
+def test_a_following_read_reads_a_new_partition_and_ends_when_the_topic_is_deleted(
+    hand: Hand, pulsar: PulsarInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pulsar as client_lib
+
+    from logstore_cli.read import pulsar_source
+
+    monkeypatch.setattr(pulsar_source, "DISCOVER_EVERY_S", 0.2)  # how often it looks
+    sink = ListSink()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    req = request(hand.stored, pulsar, "none", follow=True)
+
+    def run() -> None:
+        try:
+            read_with_consumer(req, sink, stop=stop.is_set)
+        except BaseException as exc:  # asserted below
+            errors.append(exc)
+
+    def wait_until(done: Any, what: str) -> None:
+        deadline = time.monotonic() + 60
+        while not done():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        wait_until(lambda: len(sink.changes) == len(hand.a1) + len(hand.a2) or errors, "a1+a2")
+        admin = PulsarAdmin(pulsar.web_url)
+        admin.add_partitions(hand.topic, 3)
+        schema = RowSchema.of(hand.stored.spec)
+        row = {"id": 21, "name": "new", "qty": 1, "price": None}
+        change = ChangeRecord(RowKind.INSERT, {"id": 21}, row, EpochId("w1", 3, "e1"))
+        key, payload, props = to_pulsar(*encode_change(change, schema))
+        client = client_lib.Client(pulsar.service_url)
+        try:
+            producer = client.create_producer(hand.topic.partition(2), batching_enabled=False)
+            producer.send(payload, properties=props, partition_key=key)
+        finally:
+            client.close()
+        wait_until(lambda: any(m["partition"] == 2 for _, _, m in sink.changes) or errors,
+                   "the new partition's record")  # fmt: skip
+        admin.delete_topic(hand.topic)
+        wait_until(lambda: errors or not thread.is_alive(), "the end of the read")
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert [int(r["id"]) for _, r, m in sink.changes if m["partition"] == 2] == [21]
+    assert len(errors) == 1 and isinstance(errors[0], TopicNotFoundError), errors
+    assert "was deleted while the read followed it" in errors[0].message
+
+
 def test_a_missing_topic_is_a_clear_error(pulsar: PulsarInfo, tmp_path: Path) -> None:
     write_table(tmp_path / "wh", _hand_ddl(pulsar, f"t-never-{uuid.uuid4().hex[:12]}"))
     stored = load_table(tmp_path / "wh", HAND_TABLE)
