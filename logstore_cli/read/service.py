@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from logstore_cli.catalog.tables import StoredTable, StoredTableOn
-from logstore_cli.errors import InvalidInputError, LogSystemNotSupportedError
+from logstore_cli.errors import InvalidInputError
 from logstore_cli.logformat.consistency import Level
 from logstore_cli.logformat.wire import RowKind, RowSchema
 from logstore_cli.model import TableSpec
@@ -66,6 +66,7 @@ class ReadRequest:
     bootstrap: str | None = None
     client_properties: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 10.0
+    admin_url: str | None = None  # a Pulsar table's: its admin REST API (cli.context)
 
     @property
     def spec(self) -> TableSpec:
@@ -125,7 +126,7 @@ class ReadSummary:
     # Markers the Delta log does not confirm (ignored), and the records of the attempts they named
     unconfirmed_markers: int = 0
     unconfirmed_records: int = 0
-    end_offsets: dict[int, int] = field(default_factory=dict)
+    end_offsets: dict[int, int | str] = field(default_factory=dict)  # Pulsar: "L:E:B" text
     limited: bool = False
     seconds: float = 0.0
 
@@ -308,15 +309,16 @@ def build_request(
             hint="read its Delta table with --mode file, or enable the log store with "
             "alter-table (log-store.enabled = true)",
         )
-    if log.system == "pulsar":
-        raise LogSystemNotSupportedError(
-            table.ref.name, "read --mode log", "read its Delta table with --mode file"
+    if log.system == "pulsar" and resolved_engine(engine, output) != "consumer":
+        raise InvalidInputError(
+            f"table {table.ref.name}'s log is on Pulsar, which only the consumer engine reads "
+            "(issue 23): the Spark engine (--engine spark, a Delta or Parquet output) reads Kafka",
+            hint="read the log to stdout or --output jsonl[:PATH]",
         )
     level = plan.resolve_level(log, consistent=consistent, consistency=consistency)
     mode_ = plan.check_changelog(changelog, level)
     begin = plan.parse_start(start) if start is not None else plan.default_start(log, follow=follow)
-    auto: plan.Engine = "consumer" if output.streamed else "spark"
-    resolved: plan.Engine = auto if engine == "auto" else engine  # type: ignore[assignment]
+    resolved = resolved_engine(engine, output)
     if checkpoint is not None and resolved == "spark" and not follow:
         raise InvalidInputError(
             "--checkpoint with the Spark engine (--engine spark, or a path output) needs "
@@ -348,6 +350,12 @@ def build_request(
     )
 
 
+def resolved_engine(engine: str, output: plan.OutputSpec) -> plan.Engine:
+    """The engine of a log read: ``auto`` is the consumer for a streamed output, else Spark."""
+    auto: plan.Engine = "consumer" if output.streamed else "spark"
+    return auto if engine == "auto" else engine  # type: ignore[return-value]
+
+
 class _Limit(Exception):
     """Raised inside a read when ``--limit`` rows were emitted."""
 
@@ -368,7 +376,10 @@ def read_with_consumer(
     summary = ReadSummary(req.name, "log", "consumer", req.level)
     schema = req.schema
     log = req.spec.log_store
-    conf = SourceConf(req.bootstrap or log.address, req.client_properties, log.topic, req.timeout_s)
+    conf = SourceConf(
+        req.bootstrap or log.address, req.client_properties, log.topic, req.timeout_s,
+        system=log.system, admin_url=req.admin_url,
+    )  # fmt: skip
     saved = None
     store = None
     if req.checkpoint is not None:
@@ -405,7 +416,14 @@ def read_with_consumer(
             sink.schema_changed(new)
         return new
 
-    reader = LogReader(
+    reader_class = LogReader
+    shown: Callable[[int], str] | None = None  # how a Pulsar position reads ("L:E:B")
+    if log.system == "pulsar":
+        from logstore_cli.logformat.pulsar_form import position_text
+        from logstore_cli.read.pulsar_source import PulsarLogReader
+
+        reader_class, shown = PulsarLogReader, position_text
+    reader = reader_class(
         conf,
         schema,
         req.level,
@@ -428,14 +446,19 @@ def read_with_consumer(
                 sink.flush()
             start = reader.start_offsets(hybrid if hybrid is not None else req.start)
             end = None if req.follow else reader.end_offsets()
-            summary.end_offsets = dict(end or {})
+            summary.end_offsets = {
+                p: o if shown is None else shown(o) for p, o in (end or {}).items()
+            }
             saved_at: dict[int, int] | None = None
             positions = cast(ReaderDecider, reader.decider).positions  # where the read is
             for batch in reader.read(start, end, stop=stop):
                 for partition, emission in batch:
                     if emission.retraction:
                         summary.retractions += 1
-                    emit(emission.kind, emission.row, plan.emission_meta(partition, emission))
+                    found = plan.emission_meta(partition, emission)
+                    if shown is not None:
+                        found["offset"] = shown(emission.offset)  # Pulsar: the message id
+                    emit(emission.kind, emission.row, found)
                 sink.flush()
                 if store is not None and positions != saved_at:
                     # Only when the read moved on: an idle follow polls ten times a second.
