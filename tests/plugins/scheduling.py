@@ -50,6 +50,10 @@ SERVER_GROUPS = {
 GROUPS_FILE_ENV = "LOGSTORE_TEST_GROUPS_FILE"
 # A marker -> its group: one shared resource of the machine.
 MARKER_GROUPS = {"terminal": "terminal", "flink": "flink"}
+# A marker -> the server fixture a test so marked uses: a test parametrized over backends asks for
+# the server of its parameter at run time (``request.getfixturevalue``), which its fixture names,
+# computed at collection, cannot show; its mark (``pytest.param(..., marks=pytest.mark.s3)``) does.
+MARKER_SERVERS = {"s3": "s3_server", "hdfs": "hdfs_server"}
 # Markers of the groups that run first: the longest units of work.
 HEAVY_MARKERS = frozenset({"crash", "fault", "stop", "demo", "flink", "terminal", *SERVER_GROUPS})
 
@@ -58,8 +62,14 @@ def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
+def _servers(item: pytest.Item) -> set[str]:
+    """The server fixtures ``item`` uses: by its fixture names, or by its marks."""
+    names = SERVER_GROUPS.keys() & set(getattr(item, "fixturenames", ()))
+    return names | {MARKER_SERVERS[m.name] for m in item.iter_markers() if m.name in MARKER_SERVERS}
+
+
 def _resources(item: pytest.Item) -> set[str]:
-    names = {SERVER_GROUPS[f] for f in getattr(item, "fixturenames", ()) if f in SERVER_GROUPS}
+    names = {SERVER_GROUPS[f] for f in _servers(item)}
     names |= {MARKER_GROUPS[m.name] for m in item.iter_markers() if m.name in MARKER_GROUPS}
     return names
 
@@ -67,7 +77,7 @@ def _resources(item: pytest.Item) -> set[str]:
 def _heavy(item: pytest.Item) -> bool:
     if any(m.name in HEAVY_MARKERS for m in item.iter_markers()):
         return True
-    return any(f in SERVER_GROUPS for f in getattr(item, "fixturenames", ()))
+    return bool(_servers(item))
 
 
 def module_groups(items: Iterable[pytest.Item]) -> dict[str, str]:
@@ -129,7 +139,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # The final order (after any plugin's reordering or deselection): the order tests run in.
     _last_user.clear()
     for item in session.items:
-        for fixture in SERVER_GROUPS.keys() & set(getattr(item, "fixturenames", ())):
+        for fixture in _servers(item):
             _last_user[fixture] = item
 
 

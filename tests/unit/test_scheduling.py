@@ -49,3 +49,21 @@ def test_a_module_using_two_servers_joins_their_groups() -> None:
     ]
     groups = module_groups(items)  # type: ignore[arg-type]
     assert set(groups.values()) == {"pulsar+s3"}
+
+
+def test_a_test_marked_with_a_server_joins_its_group_without_naming_its_fixture() -> None:
+    """A backend parametrization asks for its server at run time: its mark places it."""
+    items = [
+        FakeItem("tests/a.py::t1", ("s3_server",)),
+        FakeItem("tests/b.py::t[local]", ("backend",)),
+        FakeItem("tests/b.py::t[s3]", ("backend",), ("s3",)),
+        FakeItem("tests/c.py::t1", ("hdfs_server",)),
+        FakeItem("tests/d.py::t[hdfs]", ("backend",), ("hdfs",)),
+    ]
+    groups = module_groups(items)  # type: ignore[arg-type]
+    assert groups == {
+        "tests/a.py": "s3",
+        "tests/b.py": "s3",
+        "tests/c.py": "hdfs",
+        "tests/d.py": "hdfs",
+    }
