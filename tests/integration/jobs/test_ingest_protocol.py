@@ -33,9 +33,9 @@ from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.logformat.wire import CommitMarker, Fence, TxnState, decode, parse_fence_metadata
 from logstore_cli.read.service import read_with_consumer
 from tests import jobrun
+from tests.backends import Backend
 from tests.deltalog import write_table
 
-from .backends import Backend
 from .ingest_support import (
     Change,
     ListSink,

@@ -1,7 +1,8 @@
-"""The warehouse backends the job tests run on (issue 19): a local directory, a prefix of the test S3
+"""The warehouse backends job tests run on (issue 19): a local directory, a prefix of the test S3
 server (``s3://``), a directory of the test HDFS (``hdfs://``). One test body takes a ``Backend``
-(the ``backend`` fixture of ``conftest.py``, parametrized over the three, the remote ones marked
-``s3`` / ``hdfs``) and reads the table, its lease and its Delta log through it: on a local
+(the ``backend`` fixture of ``tests/plugins/backends.py``, parametrized over the three, the remote
+ones marked ``s3`` / ``hdfs``; a test may pick some with ``pytest.mark.parametrize("backend",
+[...], indirect=True)``) and reads the table, its lease and its Delta log through it: on a local
 warehouse by path, as before; on a remote one through the storage seam (``catalog.delta_log``'s
 ``TableLocation``) and delta-rs with the seam's storage options.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog.delta_log import TableLocation
@@ -20,7 +23,12 @@ from logstore_cli.names import parse_table_name
 from logstore_cli.storage import Storage, open_storage
 from tests.deltalog import write_table, write_table_on
 
-BACKENDS = ("local", "s3", "hdfs")
+# The remote cases carry their server's mark: ``-m s3`` / ``-m hdfs`` select them, ``-m "not s3"``
+# leaves them out, and the scheduler runs them with the other users of that server.
+LOCAL = pytest.param("local", id="local")
+S3 = pytest.param("s3", id="s3", marks=pytest.mark.s3)
+HDFS = pytest.param("hdfs", id="hdfs", marks=pytest.mark.hdfs)
+BACKENDS = [LOCAL, S3, HDFS]
 
 
 @dataclass(frozen=True)
