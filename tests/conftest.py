@@ -27,6 +27,7 @@ pytest_plugins = [
     "tests.plugins.s3_server",  # s3_server (session, lazy): versitygw; s3_bucket: one per test
     "tests.plugins.pulsar_standalone",  # pulsar (session, lazy): a Pulsar standalone
     "tests.plugins.hdfs_server",  # hdfs_server (session, lazy): a MiniDFSCluster; hdfs_dir
+    "tests.plugins.backends",  # backend: a warehouse on local disk, S3 and HDFS in turn
 ]
 
 TESTS = Path(__file__).parent

@@ -50,6 +50,13 @@ SERVER_GROUPS = {
 GROUPS_FILE_ENV = "LOGSTORE_TEST_GROUPS_FILE"
 # A marker -> its group: one shared resource of the machine.
 MARKER_GROUPS = {"terminal": "terminal", "flink": "flink"}
+# A marker -> the server fixture a test so marked uses: a test parametrized over backends asks for
+# the server of its parameter at run time (``request.getfixturevalue``), which its fixture names,
+# computed at collection, cannot show; its mark (``pytest.param(..., marks=pytest.mark.s3)``) does.
+# Such a case is a unit of its own (its node id), not its module's: it joins its server's group and
+# the module's other cases stay apart, so a module parametrized over S3 and HDFS does not tie the
+# two servers' groups (and the module's local cases) into one worker's share.
+MARKER_SERVERS = {"s3": "s3_server", "hdfs": "hdfs_server"}
 # Markers of the groups that run first: the longest units of work.
 HEAVY_MARKERS = frozenset({"crash", "fault", "stop", "demo", "flink", "terminal", *SERVER_GROUPS})
 
@@ -58,8 +65,28 @@ def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
+def _marked_servers(item: pytest.Item) -> set[str]:
+    """The server fixtures ``item`` uses by its own marks (its parameter's or its function's, not
+    its module's: a module marked ``hdfs`` may start its own server) and not by its fixture
+    names."""
+    own = getattr(item, "own_markers", ())
+    marked = {MARKER_SERVERS[m.name] for m in own if m.name in MARKER_SERVERS}
+    return marked - set(getattr(item, "fixturenames", ()))
+
+
+def _unit(item: pytest.Item) -> str:
+    """What is scheduled as one: the test's module, or the test alone when only its marks say
+    which server it uses (see ``MARKER_SERVERS``)."""
+    return item.nodeid if _marked_servers(item) else _module(item)
+
+
+def _servers(item: pytest.Item) -> set[str]:
+    """The server fixtures ``item`` uses: by its fixture names, or by its marks."""
+    return (SERVER_GROUPS.keys() & set(getattr(item, "fixturenames", ()))) | _marked_servers(item)
+
+
 def _resources(item: pytest.Item) -> set[str]:
-    names = {SERVER_GROUPS[f] for f in getattr(item, "fixturenames", ()) if f in SERVER_GROUPS}
+    names = {SERVER_GROUPS[f] for f in _servers(item)}
     names |= {MARKER_GROUPS[m.name] for m in item.iter_markers() if m.name in MARKER_GROUPS}
     return names
 
@@ -67,11 +94,12 @@ def _resources(item: pytest.Item) -> set[str]:
 def _heavy(item: pytest.Item) -> bool:
     if any(m.name in HEAVY_MARKERS for m in item.iter_markers()):
         return True
-    return any(f in SERVER_GROUPS for f in getattr(item, "fixturenames", ()))
+    return bool(_servers(item))
 
 
 def module_groups(items: Iterable[pytest.Item]) -> dict[str, str]:
-    """Each module -> its group: modules sharing a resource joined (union-find over modules)."""
+    """Each unit (a module, or a test placed by its marks: ``_unit``) -> its group: units sharing a
+    resource joined (union-find over units)."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -87,7 +115,7 @@ def module_groups(items: Iterable[pytest.Item]) -> dict[str, str]:
             parent[max(ra, rb)] = min(ra, rb)
 
     for item in items:
-        module = _module(item)
+        module = _unit(item)
         find(module)
         for resource in _resources(item):
             union(module, "@" + resource)  # '@' sorts first: a resource names its group
@@ -129,7 +157,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # The final order (after any plugin's reordering or deselection): the order tests run in.
     _last_user.clear()
     for item in session.items:
-        for fixture in SERVER_GROUPS.keys() & set(getattr(item, "fixturenames", ())):
+        for fixture in _servers(item):
             _last_user[fixture] = item
 
 
@@ -146,16 +174,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     unit = Path(str(config.rootpath)) / "tests" / "unit"
     tier: dict[str, int] = {}
     for item in items:
-        group = groups[_module(item)]
+        group = groups[_unit(item)]
         if _heavy(item):
             heavy.add(group)
         is_unit = unit in Path(str(item.path)).parents
         tier[group] = min(tier.get(group, 2), 2 if is_unit else 1)
     for group in heavy:
         tier[group] = 0
-    first_seen = {g: i for i, g in reversed(list(enumerate(groups[_module(t)] for t in items)))}
+    first_seen = {g: i for i, g in reversed(list(enumerate(groups[_unit(t)] for t in items)))}
     # A stable sort: a group's tests together, in their own order.
-    items.sort(key=lambda t: (tier[groups[_module(t)]], first_seen[groups[_module(t)]]))
+    items.sort(key=lambda t: (tier[groups[_unit(t)]], first_seen[groups[_unit(t)]]))
     target = os.environ.get(GROUPS_FILE_ENV)
     if target and hasattr(config, "workerinput"):  # an xdist worker: tell the controller
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target))
@@ -195,6 +223,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                         self._groups = dict(json.load(fh))
                 except (OSError, ValueError):  # no map: each module its own unit
                     self._groups = {}
+            if nodeid in self._groups:  # a test placed by its marks (``_unit``)
+                return self._groups[nodeid]
             module = nodeid.split("::", 1)[0]
             return self._groups.get(module, module)
 

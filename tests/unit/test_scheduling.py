@@ -20,6 +20,10 @@ class FakeItem:
     def iter_markers(self) -> Any:
         return [getattr(pytest.mark, name).mark for name in self.markers]
 
+    @property
+    def own_markers(self) -> Any:  # the fake's marks are its own (a parameter's, a function's)
+        return self.iter_markers()
+
 
 def test_modules_sharing_a_server_are_one_group_and_the_rest_their_own() -> None:
     items = [
@@ -49,3 +53,24 @@ def test_a_module_using_two_servers_joins_their_groups() -> None:
     ]
     groups = module_groups(items)  # type: ignore[arg-type]
     assert set(groups.values()) == {"pulsar+s3"}
+
+
+def test_a_case_marked_with_a_server_joins_its_group_alone_without_naming_its_fixture() -> None:
+    """A backend parametrization asks for its server at run time: its mark places the case, by
+    itself, in its server's group; the module's other cases stay out of that group, and one
+    module's S3 and HDFS cases do not join the two servers' groups."""
+    items = [
+        FakeItem("tests/a.py::t1", ("s3_server",)),
+        FakeItem("tests/b.py::t[local]", ("backend",)),
+        FakeItem("tests/b.py::t[s3]", ("backend",), ("s3",)),
+        FakeItem("tests/b.py::t[hdfs]", ("backend",), ("hdfs",)),
+        FakeItem("tests/c.py::t1", ("hdfs_server",), ("hdfs",)),
+    ]
+    groups = module_groups(items)  # type: ignore[arg-type]
+    assert groups == {
+        "tests/a.py": "s3",
+        "tests/b.py": "tests/b.py",
+        "tests/b.py::t[s3]": "s3",
+        "tests/b.py::t[hdfs]": "hdfs",
+        "tests/c.py": "hdfs",
+    }
