@@ -561,12 +561,22 @@ class LogStreamReader(SimpleDataSourceStreamReader):
         self.spec = spec
         self.schema = schema
         self._source: LogSource | None = None  # the driver's, kept across micro-batches
-        self._confirm = spec.confirmer()  # its cache too
+        self._confirmer: EpochConfirmer | None = None  # its cache too; made on first use
 
     def __getstate__(self) -> dict[str, Any]:
+        # Clients are not sent along (Spark pickles the reader into its planning worker): the
+        # Kafka consumer, and the confirmer's storage (on S3 a client holding an SSL context,
+        # which cannot be pickled); the other side opens its own.
         state = dict(self.__dict__)
-        state["_source"] = None  # a Kafka client is not sent along; an executor opens its own
+        state["_source"] = None
+        state["_confirmer"] = None
         return state
+
+    @property
+    def _confirm(self) -> EpochConfirmer | None:
+        if self._confirmer is None and self.spec.table_path:
+            self._confirmer = self.spec.confirmer()
+        return self._confirmer
 
     def _open(self) -> LogSource:
         if self._source is None:

@@ -62,6 +62,12 @@ def check_spark_reads(run: Run, tmp: Path, table: str, *, rows: int, last: int) 
         (line["kind"], line["row"]["id"], line["row"]["name"]) for line in consumer
     )
 
+    # --follow: a stream through the data source on the remote warehouse, until --limit
+    follow = _lines(run, table, "--mode", "log", "--engine", "spark", "--follow", "--from",
+                    "earliest", "--limit", "3")  # fmt: skip
+    everything = _lines(run, table, "--mode", "log", "--from", "earliest")
+    assert len(follow) == 3 and follow == everything[:3]
+
     # an output is a local path: a URI is refused before anything starts
     for out in ("delta:s3a://elsewhere/out", "hdfs://nn:8020/out.parquet"):
         refused = run("read", table, "--mode", "file", "--engine", "spark", "-o", out)
