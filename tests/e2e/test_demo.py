@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from logstore_cli import processes
+
 pytestmark = pytest.mark.demo
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,7 +74,7 @@ def _check_run(result: subprocess.CompletedProcess[str], warehouse: str, tmp: Pa
         (pid,) = re.findall(
             r"^      S3 server \(versitygw\) at http://127\.0\.0\.1:\d+, pid (\d+),", out, re.M
         )
-        assert not _alive(int(pid))
+        assert not processes.alive(int(pid))  # stopped and gone (a zombie would not count)
         assert "AWS_SECRET_ACCESS_KEY=" not in out + result.stderr
         assert not (tmp / "state" / "s3-server" / "s3.env").exists()  # the keys outlive no run
 
