@@ -59,6 +59,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling: bench_warehouses
+from bench_warehouses import base_warehouse, named_once, started, warehouse_kinds
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -75,8 +78,6 @@ TARGET = 1.15  # issue 9: double-write at most 1.15x the file-only time
 COLUMNS = "id BIGINT, name STRING, qty INT, price DECIMAL(10,2)"
 UPDATE_RATIO, DELETE_RATIO, SEED = 0.5, 0.1, 0  # the CLI's defaults
 KAFKA_TIMEOUT_S = 30.0
-WAREHOUSES = ("local", "s3", "hdfs")  # --warehouse: where the Delta tables live
-BUCKET = "logstore-bench"  # the S3 bucket, or the HDFS directory, of a remote run's tables
 
 Encoded = tuple[bytes | None, bytes, list[tuple[str, bytes]]]  # key, value, headers
 
@@ -94,18 +95,6 @@ class Options:
     bootstrap: str | None
     json: bool
     warehouses: tuple[str, ...] = ("local",)
-
-
-def warehouse_kinds(text: str) -> list[str]:
-    """``--warehouse``'s value: one or more of ``WAREHOUSES``, comma-separated."""
-    kinds = [k.strip() for k in text.split(",")]
-    for kind in kinds:
-        if kind not in WAREHOUSES:
-            raise argparse.ArgumentTypeError(
-                f"{kind!r} is not a warehouse the benchmark knows: use {', '.join(WAREHOUSES)} "
-                "(several comma-separated, or the flag repeated)"
-            )
-    return kinds
 
 
 def _positive(text: str) -> int:
@@ -161,7 +150,6 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     ns = ap.parse_args(argv)
     if ns.bootstrap is not None and not ns.bootstrap.strip():
         ap.error("argument --bootstrap: empty")
-    named = [kind for kinds in ns.warehouse or [["local"]] for kind in kinds]
     return Options(
         changes=ns.changes,
         keys=ns.keys,
@@ -170,7 +158,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         warmup=ns.changes if ns.warmup is None else min(ns.warmup, ns.changes),
         bootstrap=ns.bootstrap,
         json=ns.json,
-        warehouses=tuple(dict.fromkeys(named)),  # each once, in the order named
+        warehouses=named_once(ns.warehouse),
     )
 
 
@@ -313,11 +301,6 @@ def report_json(result: Result, facts: Mapping[str, object]) -> dict[str, Any]:
         "target": TARGET,
         "within_target": result.within_target,
     }
-
-
-def base_warehouse(warehouses: Sequence[str]) -> str:
-    """The warehouse the others are compared with: local, else the first one named."""
-    return "local" if "local" in warehouses else warehouses[0]
 
 
 def ratios(results: Mapping[str, Result]) -> dict[str, dict[str, float]]:
@@ -498,46 +481,6 @@ def _broker(opts: Options, root: Path) -> Iterator[tuple[str, int | None]]:
         yield info.bootstrap, info.pid
     finally:
         local_broker.stop(state)
-
-
-@contextlib.contextmanager
-def warehouses(kinds: Sequence[str], root: Path) -> Iterator[dict[str, str]]:
-    """Each kind's warehouse (a directory or a URI) for the run: S3 and HDFS on servers started
-    here, with their data below ``root``, stopped at the end (also after an error or Ctrl-C).
-    With S3, the server's standard AWS variables are this process's for the run (never shown)."""
-    where: dict[str, str] = {}
-    with contextlib.ExitStack() as stack:
-        for kind in kinds:
-            if kind == "local":
-                where[kind] = str(root / "warehouse")
-            elif kind == "s3":
-                from logstore_cli.storage import s3_server
-                from logstore_cli.storage.s3 import S3Settings, make_client
-
-                state = root / "s3-server"
-                info = s3_server.start(state)
-                stack.callback(s3_server.stop, state)
-                saved = {k: os.environ.get(k) for k in info.env()}
-                stack.callback(_restore_env, saved)
-                os.environ.update(info.env())
-                make_client(S3Settings.from_env(info.env())).create_bucket(Bucket=BUCKET)
-                where[kind] = f"s3://{BUCKET}/warehouse"
-            else:
-                from logstore_cli.storage import hdfs_server
-
-                state = root / "hdfs-server"
-                hdfs = hdfs_server.start(state, fresh=True)
-                stack.callback(hdfs_server.stop, state)
-                where[kind] = f"{hdfs.uri}/{BUCKET}/warehouse"
-        yield where
-
-
-def _restore_env(saved: Mapping[str, str | None]) -> None:
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
 
 
 @contextlib.contextmanager
@@ -775,7 +718,7 @@ def measure(
     try:
         with (
             _broker(opts, root) as (bootstrap, broker_pid),
-            warehouses(opts.warehouses, root) as where,
+            started(opts.warehouses, root) as where,
             _spark(root, s3="s3" in where) as spark,
             # after the Spark start, which installs its own handler
             stop_on_ctrl_c(say, quiet_second=True) as stop,
