@@ -48,7 +48,7 @@ after the other in one run and one Spark session: the project's own S3 server (v
 (``bench_warehouses.py``). The Spark engine's log read takes a local warehouse only today (its
 data source resolves the table on the driver's disk): on S3 and HDFS its cases are left out, saying
 so. With several warehouses the report has one section each, then each case's median time and
-each following read's p50 relative to the local warehouse's (to the first one named without it).
+each following read's p99 relative to the local warehouse's (to the first one named without it).
 
 Usage: .venv/bin/python scripts/bench_read.py [--records N] [--partitions P] [--epoch-records E]
        [--rounds R] [--samples S] [--rate EPOCHS_PER_S] [--epoch-size K] [--spark-samples S]
@@ -501,8 +501,9 @@ def report_json(result: Result, facts: Mapping[str, object]) -> dict[str, Any]:
 
 def ratios(results: Mapping[str, Result]) -> dict[str, dict[str, float]]:
     """Each warehouse's median time of each throughput case (its whole time when it is timed
-    whole) and p50 of each following read (``engine level``) over the base warehouse's; what
-    the base warehouse did not measure is left out."""
+    whole) and p99 of each following read (``engine level p99``) over the base warehouse's; what
+    the base warehouse did not measure, or measured as no time (a row can show before its
+    writer's flush returns), is left out."""
 
     def times(result: Result) -> dict[str, float]:
         found: dict[str, float] = {}
@@ -510,14 +511,12 @@ def ratios(results: Mapping[str, Result]) -> dict[str, dict[str, float]]:
             for c in result.throughput.cases:
                 found[c.case] = c.total_s if c.case in WHOLE_ONLY else c.read_s
         for x in result.latencies:
-            found[f"{x.engine} {x.level} p50"] = x.p50_s
+            found[f"{x.engine} {x.level} p99"] = x.p99_s
         return found
 
     base = times(results[base_warehouse(list(results))])
     return {
-        kind: {
-            k: t / base[k] if base[k] > 0 else math.inf for k, t in times(r).items() if k in base
-        }
+        kind: {k: t / base[k] for k, t in times(r).items() if base.get(k, 0.0) > 0}
         for kind, r in results.items()
     }
 
