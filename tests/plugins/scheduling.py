@@ -19,6 +19,11 @@ A lazily started server is stopped after the last test that uses it (``stop_afte
 not at the end of the session: on two cores, idle JVMs (three Kafka nodes, a Spark cluster, a
 Pulsar standalone) would otherwise take CPU from every test after them. Its users are one group,
 run in order on one worker, so no test after the last one asks for it.
+
+A test parametrized by ``backend`` (``BACKEND_PARAM``: one suite run against S3 and HDFS, its
+server fixture reached through ``request.getfixturevalue``) uses the server of its parameter
+(``BACKEND_SERVERS``), and is scheduled alone, by its id, in that server's group: the S3 cases of
+a module run with the other S3 tests and its HDFS cases with the HDFS ones, not all in one group.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ SERVER_GROUPS = {
     "hdfs_server": "hdfs",
     "authz_broker": "authz-broker",
 }
+# A test parametrized by this name uses the server fixture of its value (see the docstring).
+BACKEND_PARAM = "backend"
+BACKEND_SERVERS = {"s3": "s3_server", "hdfs": "hdfs_server"}
 # Where the workers leave the module -> group map for the controller's scheduler (a harness
 # variable: the isolation plugin keeps LOGSTORE_TEST_*, and logstore never reads it).
 GROUPS_FILE_ENV = "LOGSTORE_TEST_GROUPS_FILE"
@@ -58,8 +66,26 @@ def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
+def _backend_server(item: pytest.Item) -> str | None:
+    """The server fixture a ``backend``-parametrized test reaches through its parameter."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return BACKEND_SERVERS.get(str(params.get(BACKEND_PARAM)))
+
+
+def _scope(item: pytest.Item) -> str:
+    """What is scheduled as one: the module; a ``backend``-parametrized test alone (by its id)."""
+    return item.nodeid if _backend_server(item) else _module(item)
+
+
+def servers(item: pytest.Item) -> set[str]:
+    """The server fixtures (``SERVER_GROUPS``) a test uses, directly or through its backend."""
+    found = SERVER_GROUPS.keys() & set(getattr(item, "fixturenames", ()))
+    backend = _backend_server(item)
+    return found | {backend} if backend else found
+
+
 def _resources(item: pytest.Item) -> set[str]:
-    names = {SERVER_GROUPS[f] for f in getattr(item, "fixturenames", ()) if f in SERVER_GROUPS}
+    names = {SERVER_GROUPS[f] for f in servers(item)}
     names |= {MARKER_GROUPS[m.name] for m in item.iter_markers() if m.name in MARKER_GROUPS}
     return names
 
@@ -67,11 +93,12 @@ def _resources(item: pytest.Item) -> set[str]:
 def _heavy(item: pytest.Item) -> bool:
     if any(m.name in HEAVY_MARKERS for m in item.iter_markers()):
         return True
-    return any(f in SERVER_GROUPS for f in getattr(item, "fixturenames", ()))
+    return bool(servers(item))
 
 
 def module_groups(items: Iterable[pytest.Item]) -> dict[str, str]:
-    """Each module -> its group: modules sharing a resource joined (union-find over modules)."""
+    """Each module (or a ``backend``-parametrized test's id) -> its group: modules sharing a
+    resource joined (union-find over modules)."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -87,7 +114,7 @@ def module_groups(items: Iterable[pytest.Item]) -> dict[str, str]:
             parent[max(ra, rb)] = min(ra, rb)
 
     for item in items:
-        module = _module(item)
+        module = _scope(item)
         find(module)
         for resource in _resources(item):
             union(module, "@" + resource)  # '@' sorts first: a resource names its group
@@ -129,7 +156,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # The final order (after any plugin's reordering or deselection): the order tests run in.
     _last_user.clear()
     for item in session.items:
-        for fixture in SERVER_GROUPS.keys() & set(getattr(item, "fixturenames", ())):
+        for fixture in servers(item):
             _last_user[fixture] = item
 
 
@@ -146,16 +173,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     unit = Path(str(config.rootpath)) / "tests" / "unit"
     tier: dict[str, int] = {}
     for item in items:
-        group = groups[_module(item)]
+        group = groups[_scope(item)]
         if _heavy(item):
             heavy.add(group)
         is_unit = unit in Path(str(item.path)).parents
         tier[group] = min(tier.get(group, 2), 2 if is_unit else 1)
     for group in heavy:
         tier[group] = 0
-    first_seen = {g: i for i, g in reversed(list(enumerate(groups[_module(t)] for t in items)))}
+    first_seen = {g: i for i, g in reversed(list(enumerate(groups[_scope(t)] for t in items)))}
     # A stable sort: a group's tests together, in their own order.
-    items.sort(key=lambda t: (tier[groups[_module(t)]], first_seen[groups[_module(t)]]))
+    items.sort(key=lambda t: (tier[groups[_scope(t)]], first_seen[groups[_scope(t)]]))
     target = os.environ.get(GROUPS_FILE_ENV)
     if target and hasattr(config, "workerinput"):  # an xdist worker: tell the controller
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target))
@@ -196,7 +223,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                 except (OSError, ValueError):  # no map: each module its own unit
                     self._groups = {}
             module = nodeid.split("::", 1)[0]
-            return self._groups.get(module, module)
+            # a backend-parametrized test by its id (see _scope), any other by its module
+            return self._groups.get(nodeid) or self._groups.get(module, module)
 
     config.option.loadscopereorder = False
     return GroupScheduling(config, log)

@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.scheduling import module_groups
+from tests.plugins.scheduling import module_groups, servers
+
+
+@dataclass
+class FakeCallSpec:
+    params: dict[str, object]
 
 
 @dataclass
@@ -16,6 +21,7 @@ class FakeItem:
     nodeid: str
     fixturenames: tuple[str, ...] = ()
     markers: tuple[str, ...] = field(default=())
+    callspec: FakeCallSpec | None = None
 
     def iter_markers(self) -> Any:
         return [getattr(pytest.mark, name).mark for name in self.markers]
@@ -49,3 +55,33 @@ def test_a_module_using_two_servers_joins_their_groups() -> None:
     ]
     groups = module_groups(items)  # type: ignore[arg-type]
     assert set(groups.values()) == {"pulsar+s3"}
+
+
+def test_backend_parametrized_tests_join_the_group_of_their_server_one_by_one() -> None:
+    """One module run against S3 and HDFS (``backend``): its S3 cases are in the S3 group, its
+    HDFS cases in the HDFS group, scheduled by id; its other tests stay with their module."""
+
+    def case(name: str, backend: str) -> FakeItem:
+        return FakeItem(f"tests/lease.py::{name}[{backend}]", ("backend", "request"),
+                        (backend,), FakeCallSpec({"backend": backend}))  # fmt: skip
+
+    items = [
+        FakeItem("tests/a.py::t1", ("s3_bucket", "s3_server")),
+        FakeItem("tests/h.py::t1", ("hdfs_dir", "hdfs_server")),
+        case("t1", "s3"),
+        case("t1", "hdfs"),
+        case("t2", "s3"),
+        FakeItem("tests/lease.py::plain"),
+        FakeItem("tests/lease.py::other[x]", ("backend",), (), FakeCallSpec({"backend": "x"})),
+    ]
+    groups = module_groups(items)  # type: ignore[arg-type]
+    assert groups == {
+        "tests/a.py": "s3",
+        "tests/h.py": "hdfs",
+        "tests/lease.py::t1[s3]": "s3",
+        "tests/lease.py::t2[s3]": "s3",
+        "tests/lease.py::t1[hdfs]": "hdfs",
+        "tests/lease.py": "tests/lease.py",  # plain, and a backend that is no server's
+    }
+    assert servers(items[3]) == {"hdfs_server"}  # type: ignore[arg-type]
+    assert servers(items[1]) == {"hdfs_server"} and not servers(items[5])  # type: ignore[arg-type]
