@@ -20,8 +20,9 @@ import pytest
 from deltalake import DeltaTable
 
 from logstore_cli.logformat.wire import EpochId
-from logstore_cli.storage.s3 import S3Settings, make_client
+from logstore_cli.storage.s3 import S3Settings
 from tests.e2e.cli_support import keyed_table, run_cli
+from tests.e2e.remote_lake import RemoteLake as Lake
 
 S3 = pytest.param("s3", marks=pytest.mark.s3, id="s3")
 HDFS = pytest.param("hdfs", marks=[pytest.mark.integration, pytest.mark.hdfs], id="hdfs")
@@ -39,73 +40,6 @@ SIBLING = "CREATE TABLE shop.orders2 (id BIGINT NOT NULL, PRIMARY KEY (id) NOT E
 WH = "lake/wh"  # the warehouse, below the backend's root (a bucket, a directory)
 
 
-class Lake:
-    """The CLI run against ``<root>/lake/wh`` with nothing but the warehouse set (and, on S3, the
-    standard AWS variables); what lies below the root, relative to it."""
-
-    def __init__(self, backend: str, root: str, cwd: Path, request: pytest.FixtureRequest) -> None:
-        self.backend, self.root, self.cwd = backend, root, cwd
-        self.uri = f"{root}/{WH}"
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("LOGSTORE_", "AWS_"))}
-        self.env |= {"LOGSTORE_WAREHOUSE": self.uri, "LOGSTORE_STATE_DIR": str(cwd / "state")}
-        self.secret: str | None = None
-        self.client: Any
-        if backend == "s3":
-            aws: dict[str, str] = request.getfixturevalue("s3_env")
-            self.env |= aws
-            self.secret = aws["AWS_SECRET_ACCESS_KEY"]
-            self.bucket = root.removeprefix("s3://")
-            self.client = make_client(S3Settings.from_env(aws))
-        else:
-            from hdfs_native import Client
-
-            namenode = request.getfixturevalue("hdfs_server").uri
-            self.client = Client(namenode)
-            self.path = root.removeprefix(namenode)
-
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "logstore_cli", *args], cwd=self.cwd, env=self.env,
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        if self.secret is not None:
-            assert self.secret not in done.stdout + done.stderr  # never shown, whatever happens
-        assert "Traceback" not in done.stderr, done.stderr
-        return done
-
-    def ok(self, *args: str) -> Any:
-        done = self.run(*args, "--json")
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
-
-    def files(self) -> set[str]:
-        """Every object or file below the root, relative to it."""
-        if self.backend == "s3":
-            pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket)
-            return {str(o["Key"]) for page in pages for o in page.get("Contents", ())}
-        try:
-            found = self.client.list_status(self.path, True)
-            return {s.path.removeprefix(self.path + "/") for s in found if not s.isdir}
-        except FileNotFoundError:
-            return set()
-
-    def put(self, relative: str, data: bytes = b"not logstore's") -> None:
-        if self.backend == "s3":
-            self.client.put_object(Bucket=self.bucket, Key=relative, Body=data)
-            return
-        from hdfs_native import WriteOptions
-
-        with self.client.create(f"{self.path}/{relative}", WriteOptions(create_parent=True)) as f:
-            f.write(data)
-
-    def upload(self, local: Path, relative: str) -> int:
-        """Every file of the local directory ``local`` to ``relative`` below the root."""
-        files = [p for p in sorted(local.rglob("*")) if p.is_file()]
-        for path in files:
-            self.put(f"{relative}/{path.relative_to(local).as_posix()}", path.read_bytes())
-        return len(files)
-
-
 @pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
     """A fresh root on the parameter's server: ``s3://<new bucket>``, ``hdfs://…/t-<random>``."""
@@ -117,7 +51,10 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def lake(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Lake:
-    return Lake(request.node.callspec.params["backend"], backend, tmp_path, request)
+    if backend.startswith("s3://"):
+        return Lake(backend, tmp_path, warehouse=WH, aws=request.getfixturevalue("s3_env"))
+    namenode: str = request.getfixturevalue("hdfs_server").uri
+    return Lake(backend, tmp_path, warehouse=WH, namenode=namenode)
 
 
 @both
