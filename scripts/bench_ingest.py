@@ -60,7 +60,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling: bench_warehouses
-from bench_warehouses import base_warehouse, named_once, started, warehouse_kinds
+from bench_warehouses import (
+    base_warehouse,
+    format_sections,
+    json_sections,
+    named_once,
+    started,
+    warehouse_kinds,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -320,24 +327,7 @@ def format_reports(
     results: Mapping[str, Result], facts: Mapping[str, object], where: Mapping[str, str]
 ) -> str:
     """One warehouse: its report as ever. Several: a section each, then the ratios' table."""
-    if len(results) == 1:
-        ((kind, result),) = results.items()
-        return format_report(result, {**facts, "warehouse": f"{kind}: {where[kind]}"})
-    lines = [f"{k}: {v}" for k, v in facts.items()]
-    for kind, result in results.items():
-        lines += ["", f"== warehouse {kind}: {where[kind]}", format_report(result, {})]
-    base = base_warehouse(list(results))
-    kinds = list(results)
-    lines += [
-        "",
-        f"median seconds relative to {base}",
-        f"{'mode':14}" + "".join(f" {k:>7}" for k in kinds),
-    ]
-    table = ratios(results)
-    for mode in MODES:
-        if all(mode in table[k] for k in kinds):
-            lines.append(f"{mode:14}" + "".join(f" {table[k][mode]:7.2f}" for k in kinds))
-    return "\n".join(lines)
+    return format_sections(results, facts, where, format_report, ratios(results), "mode")
 
 
 def reports_json(
@@ -345,21 +335,7 @@ def reports_json(
 ) -> dict[str, Any]:
     """One warehouse: its object as ever (with ``warehouse``). Several: one per warehouse, and
     the ratios of each mode's median to the base warehouse's."""
-    if len(results) == 1:
-        ((kind, result),) = results.items()
-        return report_json(result, {**facts, "warehouse": kind, "warehouse_uri": where[kind]})
-    return {
-        **facts,
-        "warehouses": {
-            kind: {"uri": where[kind], **report_json(result, {})}
-            for kind, result in results.items()
-        },
-        "ratio_base": base_warehouse(list(results)),
-        "ratios": {
-            kind: {mode: round(r, 3) for mode, r in by_mode.items()}
-            for kind, by_mode in ratios(results).items()
-        },
-    }
+    return json_sections(results, facts, where, report_json, ratios(results))
 
 
 # -- the machine ----------------------------------------------------------------------------------

@@ -81,7 +81,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling: bench_warehouses
-from bench_warehouses import WAREHOUSES, base_warehouse, named_once, started, warehouse_kinds
+from bench_warehouses import (
+    WAREHOUSES,
+    base_warehouse,
+    format_sections,
+    json_sections,
+    named_once,
+    started,
+    warehouse_kinds,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -525,19 +533,7 @@ def format_reports(
     results: Mapping[str, Result], facts: Mapping[str, object], where: Mapping[str, str]
 ) -> str:
     """One warehouse: its report as ever. Several: a section each, then the ratios' table."""
-    if len(results) == 1:
-        ((kind, result),) = results.items()
-        return format_report(result, {**facts, "warehouse": f"{kind}: {where[kind]}"})
-    lines = [f"{k}: {v}" for k, v in facts.items()]
-    for kind, result in results.items():
-        lines += ["", f"== warehouse {kind}: {where[kind]}", format_report(result, {})]
-    kinds, table = list(results), ratios(results)
-    lines += ["", f"median seconds relative to {base_warehouse(kinds)}"]
-    lines.append(f"{'':26}" + "".join(f" {k:>7}" for k in kinds))
-    for name in table[base_warehouse(kinds)]:
-        cells = [_cell(table[k].get(name), ".2f", 7) for k in kinds]
-        lines.append(f"{name:26}" + "".join(cells))
-    return "\n".join(lines)
+    return format_sections(results, facts, where, format_report, ratios(results), "")
 
 
 def reports_json(
@@ -545,19 +541,7 @@ def reports_json(
 ) -> dict[str, Any]:
     """One warehouse: its object as ever (with ``warehouse``). Several: one per warehouse, and
     the ratios to the base warehouse's."""
-    if len(results) == 1:
-        ((kind, result),) = results.items()
-        return report_json(result, {**facts, "warehouse": kind, "warehouse_uri": where[kind]})
-    return {
-        **facts,
-        "warehouses": {k: {"uri": where[k], **report_json(r, {})} for k, r in results.items()},
-        "ratio_base": base_warehouse(list(results)),
-        "ratios": {
-            k: {name: round(r, 3) for name, r in by_name.items()}
-            for k, by_name in ratios(results).items()
-        },
-        "within_target": all(r.within_target for r in results.values()),
-    }
+    return json_sections(results, facts, where, report_json, ratios(results))
 
 
 # -- the machine ----------------------------------------------------------------------------------

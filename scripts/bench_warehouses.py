@@ -1,4 +1,5 @@
-"""The benchmarks' ``--warehouse local|s3|hdfs``: parsing the flag, and the warehouses of a run.
+"""The benchmarks' ``--warehouse local|s3|hdfs``: parsing the flag, the warehouses of a run, and
+the report of several side by side.
 
 Shared by ``bench_ingest.py`` and ``bench_read.py`` (each puts this directory on ``sys.path``).
 S3 and HDFS are the project's own servers (``logstore_cli.storage.s3_server``: versitygw;
@@ -11,8 +12,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 WAREHOUSES = ("local", "s3", "hdfs")
 BUCKET = "logstore-bench"  # the S3 bucket, or the HDFS directory, of a remote run's tables
@@ -79,3 +81,56 @@ def _restore_env(saved: Mapping[str, str | None]) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+R = TypeVar("R")
+
+
+def format_sections(
+    results: Mapping[str, R],
+    facts: Mapping[str, object],
+    where: Mapping[str, str],
+    report: Callable[[R, Mapping[str, object]], str],
+    ratios: Mapping[str, Mapping[str, float]],
+    label: str,
+) -> str:
+    """One warehouse: its ``report`` as ever, saying where. Several: the facts, a section each,
+    then the ``ratios`` (warehouse -> row -> figure over the base warehouse's) as a table whose
+    rows are the base warehouse's, ``-`` where another has none."""
+    if len(results) == 1:
+        ((kind, result),) = results.items()
+        return report(result, {**facts, "warehouse": f"{kind}: {where[kind]}"})
+    lines = [f"{k}: {v}" for k, v in facts.items()]
+    for kind, result in results.items():
+        lines += ["", f"== warehouse {kind}: {where[kind]}", report(result, {})]
+    kinds = list(results)
+    base = base_warehouse(kinds)
+    width = max([len(label), *(len(name) for name in ratios[base])])
+    lines += ["", f"median seconds relative to {base}"]
+    lines.append(f"{label:{width}}" + "".join(f" {k:>7}" for k in kinds))
+    for name in ratios[base]:
+        cells = [f" {ratios[k][name]:7.2f}" if name in ratios[k] else f" {'-':>7}" for k in kinds]
+        lines.append(f"{name:{width}}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def json_sections(
+    results: Mapping[str, R],
+    facts: Mapping[str, object],
+    where: Mapping[str, str],
+    report: Callable[[R, Mapping[str, object]], dict[str, Any]],
+    ratios: Mapping[str, Mapping[str, float]],
+) -> dict[str, Any]:
+    """One warehouse: its ``report`` as ever (with ``warehouse`` and ``warehouse_uri``). Several:
+    one per warehouse, the ``ratios`` and their ``ratio_base``."""
+    if len(results) == 1:
+        ((kind, result),) = results.items()
+        return report(result, {**facts, "warehouse": kind, "warehouse_uri": where[kind]})
+    sections = {k: {"uri": where[k], **report(r, {})} for k, r in results.items()}
+    return {
+        **facts,
+        "warehouses": sections,
+        "ratio_base": base_warehouse(list(results)),
+        "ratios": {k: {n: round(r, 3) for n, r in rows.items()} for k, rows in ratios.items()},
+        "within_target": all(s.get("within_target", True) for s in sections.values()),
+    }
