@@ -23,14 +23,12 @@ from logstore_cli.logformat.wire import EpochId
 from logstore_cli.storage.s3 import S3Settings
 from tests.e2e.cli_support import keyed_table, run_cli
 from tests.e2e.remote_lake import RemoteLake as Lake
+from tests.plugins.storage_servers import BACKENDS, HDFS_CASE, S3_CASE
 
-S3 = pytest.param("s3", marks=pytest.mark.s3, id="s3")
-HDFS = pytest.param("hdfs", marks=[pytest.mark.integration, pytest.mark.hdfs], id="hdfs")
-# Its server is reached through the parameter (tests/plugins/scheduling.py groups each case with
-# its server's other tests); -m s3 and -m hdfs select the cases of each.
-both = pytest.mark.parametrize("backend", [S3, HDFS], indirect=True)
-s3_only = pytest.mark.parametrize("backend", [S3], indirect=True)
-hdfs_only = pytest.mark.parametrize("backend", [HDFS], indirect=True)
+# backend: a fresh root on the parameter's server (tests/plugins/storage_servers.py)
+both = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+s3_only = pytest.mark.parametrize("backend", [S3_CASE], indirect=True)
+hdfs_only = pytest.mark.parametrize("backend", [HDFS_CASE], indirect=True)
 
 DDL = (
     "CREATE TABLE shop.orders (id BIGINT NOT NULL, qty INT, PRIMARY KEY (id) NOT ENFORCED) "
@@ -38,15 +36,6 @@ DDL = (
 )
 SIBLING = "CREATE TABLE shop.orders2 (id BIGINT NOT NULL, PRIMARY KEY (id) NOT ENFORCED)"
 WH = "lake/wh"  # the warehouse, below the backend's root (a bucket, a directory)
-
-
-@pytest.fixture
-def backend(request: pytest.FixtureRequest) -> str:
-    """A fresh root on the parameter's server: ``s3://<new bucket>``, ``hdfs://…/t-<random>``."""
-    if request.param == "s3":
-        return f"s3://{request.getfixturevalue('s3_bucket')}"
-    root: str = request.getfixturevalue("hdfs_dir")
-    return root
 
 
 @pytest.fixture

@@ -8,6 +8,11 @@ first run that needs it (``scripts/s3-server.sh build`` does the same ahead of t
 minicluster jars come from Maven Central into the jar cache the first time (``scripts/hdfs-server.sh
 start`` does the same). A build or start that fails fails the tests (never skips them): a green run
 must mean the real server was exercised.
+
+One suite for both servers: ``@pytest.mark.parametrize("backend", BACKENDS, indirect=True)`` (or
+``[S3_CASE]``, ``[HDFS_CASE]``) gives its tests a fresh root on each server (``backend``), with
+the markers of each (``-m s3``, ``-m hdfs``); ``scheduling`` groups each case with its server's
+other tests.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ from logstore_cli.storage.s3_server import S3ServerInfo
 from tests.plugins.scheduling import stop_after_last_user
 
 Info = TypeVar("Info")
+
+S3_CASE = pytest.param("s3", marks=pytest.mark.s3, id="s3")
+HDFS_CASE = pytest.param("hdfs", marks=[pytest.mark.integration, pytest.mark.hdfs], id="hdfs")
+BACKENDS = [S3_CASE, HDFS_CASE]
 
 
 def _serve(
@@ -94,3 +103,13 @@ def s3_bucket(s3_env: dict[str, str]) -> str:
 def hdfs_dir(hdfs_server: HdfsServerInfo) -> str:
     """A fresh directory for this test: ``hdfs://127.0.0.1:PORT/t-<random>``."""
     return f"{hdfs_server.uri}/t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    """A fresh root on the parameter's server: ``s3://<new bucket>`` (its ``AWS_*`` set, as
+    ``s3_env`` does) or ``hdfs://127.0.0.1:PORT/t-<random>``."""
+    if request.param == "s3":
+        return f"s3://{request.getfixturevalue('s3_bucket')}"
+    root: str = request.getfixturevalue("hdfs_dir")
+    return root

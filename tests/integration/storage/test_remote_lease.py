@@ -21,24 +21,10 @@ from logstore_cli.storage import Storage, open_storage
 from logstore_cli.storage.hdfs import HdfsStorage, generation_name
 from logstore_cli.storage.s3 import S3Storage
 from tests import lease_contract as contract
+from tests.plugins.storage_servers import BACKENDS
 
-# Each backend's markers (-m s3, -m hdfs) and Storage class; its server is reached through the
-# parameter (tests/plugins/scheduling.py groups each case with its server's other tests).
-BACKENDS = [
-    pytest.param("s3", marks=pytest.mark.s3, id="s3"),
-    pytest.param("hdfs", marks=[pytest.mark.integration, pytest.mark.hdfs], id="hdfs"),
-]
 STORAGE: dict[str, type[Storage]] = {"s3": S3Storage, "hdfs": HdfsStorage}
-pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
-
-
-@pytest.fixture
-def backend(request: pytest.FixtureRequest) -> str:
-    """A fresh root on the parameter's server: ``s3://<new bucket>``, ``hdfs://…/t-<random>``."""
-    if request.param == "s3":
-        return f"s3://{request.getfixturevalue('s3_bucket')}"
-    root: str = request.getfixturevalue("hdfs_dir")
-    return root
+pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)  # backend: a fresh root
 
 
 @pytest.fixture
