@@ -21,7 +21,8 @@ def main() -> None:
     try:
         run_app()
     except SystemExit as done:
-        if "logstore_cli.storage.hdfs" in sys.modules and "pyspark" not in sys.modules:
+        # hdfs_native is imported only once a command opened an hdfs:// warehouse (not by S3's).
+        if "hdfs_native" in sys.modules and "pyspark" not in sys.modules:
             _exit_before_teardown(done.code if isinstance(done.code, int) else 1)
         raise
 

@@ -189,13 +189,12 @@ class OutsideWriteError(LogstoreError):
 
 class LogSystemNotSupportedError(InvalidInputError):
     """A command that does not run yet on a table whose log is on Pulsar (issue 23): logstore
-    provisions the Pulsar topic and ingests into it, but does not read it so far."""
+    provisions the Pulsar topic, ingests into it, reads and verifies it; not everything so far."""
 
     def __init__(self, table: str, doing: str, instead: str) -> None:
         super().__init__(
             f"{doing} does not run on table {table} yet: its log is on Pulsar "
-            "('log-store.type' = 'pulsar'), which logstore provisions and ingests into but "
-            "does not read so far (issue 23)",
+            "('log-store.type' = 'pulsar'), where logstore does not run it so far (issue 23)",
             hint=f"{instead}; on a Pulsar table create-table, describe, alter-table, "
-            "drop-table and ingest work",
+            "drop-table, ingest, status, read and verify work",
         )

@@ -53,16 +53,24 @@ class EpochCommit:
 
     @property
     def offsets(self) -> dict[int, int]:
-        """The recorded Kafka end offsets; an error for a Pulsar topic's message ids (what reads
-        them, the read side of a Pulsar table, is not built yet: issue 23)."""
+        """Where a read goes on after this epoch, per partition, as the read engine's ordered
+        positions: Kafka's end offsets as recorded; for a Pulsar topic the position just after the
+        recorded last message id (``logformat.pulsar_form.after``, design §7.1)."""
         out: dict[int, int] = {}
         for partition, position in self.positions.items():
-            if not isinstance(position, int):
+            if isinstance(position, int):
+                out[partition] = position
+                continue
+            # imported here: a Kafka table's commands (status, ...) do not load the Pulsar form
+            from logstore_cli.logformat.pulsar_form import after as pulsar_after
+
+            try:
+                out[partition] = pulsar_after(position)
+            except WireFormatError as exc:
                 raise LogstoreError(
-                    f"Delta version {self.version} records Pulsar message ids, not Kafka offsets",
-                    hint="reading a Pulsar table's log is not supported yet (issue 23)",
-                )
-            out[partition] = position
+                    f"Delta version {self.version} records partition {partition} at {exc.message}",
+                    hint="the commit metadata was not written by logstore's ingest",
+                ) from None
         return out
 
 

@@ -12,7 +12,9 @@ that: every record written to the partition since. Right after a clean commit th
 epoch's marker; 0 when the job stopped between the Delta commit and its markers (the next run
 re-publishes them), more when a restarted job re-published them, plus the records of epochs not
 committed (yet): the epoch in flight, or an attempt that failed. The records are not read, so the
-numbers cost one offsets request however long the tail is.
+numbers cost one offsets request however long the tail is. On Pulsar the positions are message
+ids (the end is each partition's last message) and ids are not dense: the broker counts the
+messages after the commit's id from its ledgers (``LogTailReader``, ``pulsar.admin.entries_after``).
 
 **Outside writes.** Commits that change the table's data and are not logstore epochs (a user's
 ``DELETE`` in Spark SQL) and that no ingest job has carried into the log yet are listed
@@ -32,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog.delta_log import TableLocation
@@ -40,7 +42,7 @@ from logstore_cli.catalog.epochs import commit_info, commit_versions
 from logstore_cli.catalog.lease import LeaseInfo, local_holder_dead, local_time, read_lease
 from logstore_cli.catalog.outside import uncarried
 from logstore_cli.catalog.tables import TopicReader, spec_from_delta, topic_status
-from logstore_cli.errors import LogstoreError, LogSystemNotSupportedError
+from logstore_cli.errors import LogstoreError, TopicNotFoundError
 from logstore_cli.ingest.outside import OutsideCommit
 from logstore_cli.ingest.plan import STATE_DIR
 from logstore_cli.logformat.wire import EpochId, LogPosition, parse_commit_metadata
@@ -112,17 +114,24 @@ class WriterStatus:
 
 @dataclass(frozen=True)
 class PartitionTail:
-    """A log partition's end offset against the offset the last epoch commit names."""
+    """A log partition's end against the position the last epoch commit names.
+
+    On Kafka both are offsets (the end offset: the next one to be written). On Pulsar both are
+    message ids ("<ledger>:<entry>:<batch>": the end is the partition's last message) and the
+    messages after the commit are counted by the broker (``messages_after``): ids are not dense.
+    """
 
     partition: int
-    end_offset: int | None  # None: Kafka was not asked, or could not be
-    # None: the last epoch commit does not name this partition; a Pulsar message id (a string)
-    # on a Pulsar table
+    end_offset: LogPosition | None  # None: the log was not asked, or could not be
+    # None: the last epoch commit does not name this partition
     committed_offset: LogPosition | None
+    messages_after: int | None = None  # Pulsar's count; Kafka's is the offsets' difference
 
     @property
     def after_commit(self) -> int | None:
-        if self.end_offset is None or not isinstance(self.committed_offset, int):
+        if self.messages_after is not None:
+            return self.messages_after
+        if not isinstance(self.end_offset, int) or not isinstance(self.committed_offset, int):
             return None
         return self.end_offset - self.committed_offset
 
@@ -143,10 +152,12 @@ class LogStatus:
     partitions: tuple[PartitionTail, ...]
     asked: bool  # whether Kafka was asked for end offsets (and answered)
     error: str | None = None
+    system: str = "kafka"  # the log system: what the positions are (offsets, message ids)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "topic": self.topic,
+            "system": self.system,
             "end_offsets_read": self.asked,
             "partitions": [p.to_json() for p in self.partitions],
             "error": self.error,
@@ -319,13 +330,12 @@ def table_status(
     except LogstoreError as exc:
         log = LogStatus(None, (), asked=False, error=f"the table's log store: {exc.message}")
     else:
-        if log_store is not None and log_store.system == "pulsar" and topics is not None:
-            raise LogSystemNotSupportedError(
-                ref.name, "status's log tail and lag", "status --no-topic shows the rest"
-            )
         if log_store is not None:
             committed = ordered[0].offsets if ordered else {}
-            log = _log_status(log_store, committed, topics)
+            if log_store.system == "pulsar":
+                log = _pulsar_log_status(log_store, committed, topics)
+            else:
+                log = _log_status(log_store, committed, topics)
     if log is not None and log.error:
         warnings.append(f"log: {log.error}")
     outside: tuple[OutsideCommit, ...] = ()
@@ -391,6 +401,42 @@ def _log_status(
     )
     asked = topics is not None and error is None
     return LogStatus(log_store.topic, partitions, asked=asked, error=error)
+
+
+@runtime_checkable
+class LogTailReader(Protocol):
+    """What status asks of a Pulsar table's topic (``provision.pulsar_topics``'s stores): each
+    partition's last message id and the messages after the committed position."""
+
+    def log_tail(
+        self, log: LogStoreSpec, committed: Mapping[int, LogPosition]
+    ) -> Mapping[int, tuple[str | None, int | None]]: ...
+
+
+def _pulsar_log_status(
+    log_store: LogStoreSpec, committed: Mapping[int, LogPosition], topics: TopicReader | None
+) -> LogStatus:
+    tails: Mapping[int, tuple[str | None, int | None]] = {}
+    error = None
+    if topics is not None:
+        if not isinstance(topics, LogTailReader):
+            error = "this topic store cannot read a Pulsar topic"
+        else:
+            try:
+                tails = topics.log_tail(log_store, committed)
+            except TopicNotFoundError:
+                error = "topic does not exist"
+            except LogstoreError as exc:
+                error = exc.message
+    partitions = tuple(
+        PartitionTail(
+            p, tails[p][0] if p in tails else None, committed.get(p),
+            tails[p][1] if p in tails else None,
+        )
+        for p in sorted(set(tails) | set(committed))
+    )  # fmt: skip
+    asked = topics is not None and error is None
+    return LogStatus(log_store.topic, partitions, asked=asked, error=error, system="pulsar")
 
 
 def commit_time(info: Mapping[str, Any]) -> float | None:

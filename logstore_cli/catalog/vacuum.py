@@ -10,6 +10,10 @@ retention shorter than the table's ``delta.deletedFileRetentionDuration``, unles
 
 No lease is taken: vacuum never deletes a file of the current snapshot, so an ingest running
 meanwhile loses nothing (its commit only adds files and removes current ones).
+
+On a remote warehouse (``s3://``, ``hdfs://``; the table a ``Storage``) the same steps run through
+delta-rs with the storage options (the listing and the deletes, all below the table's own root),
+the Delta log through the seam, the sizes from delta-rs's object store.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from logstore_cli.catalog.delta_log import TableLocation, delta_rs_args, open_commit, where
 from logstore_cli.catalog.epochs import (
     EpochCommit,
     commit_versions,
@@ -84,7 +89,7 @@ def check_vacuum(guard: VacuumGuard, *, now_ms: int, force: bool) -> None:
 # -- the Delta log and delta-rs ----------------------------------------------------------------
 
 
-def removed_after(table: Path, version: int) -> dict[str, int]:
+def removed_after(table: TableLocation, version: int) -> dict[str, int]:
     """The data files removed by commits after ``version``: relative path (decoded, as vacuum
     names them) -> the removal's ``deletionTimestamp`` (the commit's time when it has none)."""
     out: dict[str, int] = {}
@@ -100,10 +105,10 @@ def removed_after(table: Path, version: int) -> dict[str, int]:
     return out
 
 
-def _actions(table: Path, version: int) -> Iterable[dict[str, Any]]:
-    path = table / "_delta_log" / f"{version:020d}.json"
+def _actions(table: TableLocation, version: int) -> Iterable[dict[str, Any]]:
+    path = where(table, version)
     try:
-        with path.open("rb") as fh:
+        with open_commit(table, version) as fh:
             for line in fh:
                 if line.strip():
                     action = json.loads(line)
@@ -139,7 +144,7 @@ class VacuumResult:
 
 
 def vacuum(
-    table: Path,
+    table: TableLocation,
     name: str,
     *,
     retain_hours: int | None,
@@ -147,15 +152,16 @@ def vacuum(
     force: bool,
     log_start: Mapping[int, int] | None,
 ) -> VacuumResult:
-    """Vacuum the Delta table at ``table``; ``log_start`` is its topic's earliest offsets (None:
-    the table has no log store, so no hybrid read to keep)."""
+    """Vacuum the Delta table at ``table`` (a local directory or its ``Storage``); ``log_start`` is
+    its topic's earliest offsets (None: the table has no log store, so no hybrid read to keep)."""
     from deltalake import DeltaTable
 
+    uri, options = delta_rs_args(table)
     try:
-        dt = DeltaTable(str(table))
+        dt = DeltaTable(uri, storage_options=options)
         configuration = dt.metadata().configuration
     except Exception as exc:  # delta-rs raises its own error types
-        raise LogstoreError(f"cannot read the Delta table at {table}: {exc}") from exc
+        raise LogstoreError(f"cannot read the Delta table at {where(table)}: {exc}") from exc
     table_ms = retention_ms(configuration, DELETED_FILE_RETENTION)
     retain = hours_for(table_ms) if retain_hours is None else retain_hours
     usable: list[EpochCommit] = []
@@ -167,7 +173,7 @@ def vacuum(
     # Delta's own retention check is check_vacuum's first (a message naming the flag): off here.
     # delta-rs lists the files of every tombstone old enough, deleted by an earlier vacuum or not.
     listed = _vacuum(dt, retain, dry_run=True)
-    sizes = {p: _size(table / p) for p in listed if (table / p).exists()}
+    sizes = _sizes(table, listed)
     guard = VacuumGuard(retain, table_ms, frozenset(sizes), usable, removed)
     check_vacuum(guard, now_ms=int(time.time() * 1000), force=force)
     gone = set(listed) - sizes.keys()
@@ -198,8 +204,30 @@ def _vacuum(dt: Any, retain: int, *, dry_run: bool) -> list[str]:
     return [str(p) for p in found]
 
 
-def _size(path: Path) -> int:
+def _sizes(table: TableLocation, paths: Sequence[str]) -> dict[str, int]:
+    """The size of each of ``paths`` (relative to the table) that exists; one gone is left out."""
+    if isinstance(table, Path):
+        found: dict[str, int] = {}
+        for p in paths:
+            try:
+                found[p] = (table / p).stat().st_size
+            except FileNotFoundError:
+                continue
+            except OSError:
+                found[p] = 0
+        return found
+    if not paths:
+        return {}
+    from deltalake.fs import DeltaStorageHandler
+    from pyarrow.fs import FileType
+
+    uri, options = delta_rs_args(table)
     try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+        infos = DeltaStorageHandler(uri, options).get_file_info(list(paths))
+    except Exception as exc:  # delta-rs's object store raises its own error types
+        raise LogstoreError(f"cannot list the files of {where(table)}: {exc}") from exc
+    return {
+        p: int(i.size or 0)
+        for p, i in zip(paths, infos, strict=True)
+        if i.type != FileType.NotFound
+    }

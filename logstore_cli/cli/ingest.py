@@ -90,10 +90,14 @@ def build_job(
     from logstore_cli.jobs.ingest import IngestJob, KafkaTarget, PulsarTarget
     from logstore_cli.jobs.sources import SourceRequest
 
-    on_s3: StorageURI | None = None
+    on_storage: StorageURI | None = None
     if checkpoint is not None and checkpoint.strip():
         # Before any I/O: bad input is exit 2.
-        checkpoint, on_s3 = checkpoint_location(checkpoint, s3_warehouse=ctx.config.s3_warehouse)
+        checkpoint, on_storage = checkpoint_location(
+            checkpoint,
+            s3_warehouse=ctx.config.s3_warehouse,
+            hdfs_warehouse=ctx.config.warehouse.startswith("hdfs://"),
+        )
     location: TableLocation
     if ctx.remote:
         stored_on = ctx.load_table_on(table)
@@ -147,10 +151,10 @@ def build_job(
     )
     paths = plan.JobPaths(spark_path(location), plan.check_job_name(job), checkpoint)
     checkpoint_storage: Storage | None = None
-    if on_s3 is not None:
+    if on_storage is not None:
         from logstore_cli.storage import open_storage
 
-        checkpoint_storage = open_storage(on_s3)
+        checkpoint_storage = open_storage(on_storage)
     elif checkpoint is None and not isinstance(location, Path):
         # docs/cluster.md section 5: beside the table, on its storage (never the driver's disk).
         checkpoint_storage = location.child(f"{plan.STATE_DIR}/checkpoints/{paths.job}")
@@ -171,20 +175,33 @@ def build_job(
     )
 
 
-def checkpoint_location(text: str, *, s3_warehouse: bool) -> tuple[str, StorageURI | None]:
-    """``--checkpoint`` as Spark is given it, and its S3 location when it is on S3 (an ``s3://``
-    or ``s3a://`` URI, named ``s3a://`` for Spark); a local path otherwise. Pure: exit 2 for a
-    checkpoint on S3 when the warehouse is not on S3 (Spark would have no S3 connector), for any other
-    URI, and for a bucket's root."""
+def checkpoint_location(
+    text: str, *, s3_warehouse: bool, hdfs_warehouse: bool = False
+) -> tuple[str, StorageURI | None]:
+    """``--checkpoint`` as Spark is given it, and its location when it is on S3 (an ``s3://``
+    or ``s3a://`` URI, named ``s3a://`` for Spark) or on HDFS (``hdfs://``); a local path
+    otherwise. Pure: exit 2 for a checkpoint on S3 when the warehouse is not on S3 (Spark would
+    have no S3 connector), for one on HDFS when the warehouse is not on HDFS, for any other URI,
+    and for a bucket's or a file system's root."""
     from logstore_cli.storage.uri import parse_storage_uri
 
-    if not re.match(r"(?i)s3a?://", text.strip()):
+    stripped = text.strip()
+    on_s3 = re.match(r"(?i)s3a?://", stripped) is not None
+    on_hdfs = re.match(r"(?i)hdfs://", stripped) is not None
+    if not on_s3 and not on_hdfs:
         return local_path(text, "--checkpoint"), None
-    if not s3_warehouse:
+    if on_s3 and not s3_warehouse:
         raise InvalidInputError(
-            f"--checkpoint {text.strip()} is on S3, which is not supported unless the warehouse "
+            f"--checkpoint {stripped} is on S3, which is not supported unless the warehouse "
             "is too (the job's Spark gets the S3 connector for an S3 warehouse only)",
             hint=f"give a local directory, or put the warehouse on S3; see {STORAGE_DOC}",
+        )
+    if on_hdfs and not hdfs_warehouse:
+        raise InvalidInputError(
+            f"--checkpoint {stripped} is on HDFS, which is supported with a warehouse on HDFS "
+            "only (the writer id and the job's state are kept with the checkpoint, through the "
+            "warehouse's storage)",
+            hint=f"give a local directory, or put the warehouse on HDFS; see {STORAGE_DOC}",
         )
     try:
         uri = parse_storage_uri(text)
@@ -193,10 +210,16 @@ def checkpoint_location(text: str, *, s3_warehouse: bool) -> tuple[str, StorageU
             exc.message.replace("the warehouse", "--checkpoint", 1), hint=exc.hint
         ) from None
     if not uri.segments:
-        raise InvalidInputError(
-            f"--checkpoint {text.strip()} is a bucket's root",
-            hint="give a prefix of its own, e.g. s3://bucket/checkpoints/orders",
+        root, example = (
+            ("a bucket's root", "s3://bucket/checkpoints/orders")
+            if on_s3
+            else ("the file system's root", f"hdfs://{uri.host}/checkpoints/orders")
         )
+        raise InvalidInputError(
+            f"--checkpoint {stripped} is {root}", hint=f"give a path of its own, e.g. {example}"
+        )
+    if on_hdfs:
+        return str(uri), uri
     return f"s3a://{uri.bucket}/{uri.prefix}", uri
 
 
@@ -697,35 +720,42 @@ def check_local_source(
 
 
 def check_checkpoint_on_storage(job: IngestJob, own: str) -> None:
-    """A ``--checkpoint`` on S3 must not lie inside a Delta table (the job's own
+    """A ``--checkpoint`` on S3 or HDFS must not lie inside a Delta table (the job's own
     ``<table>/_logstore/checkpoints/`` excepted): not below the warehouse, nor below any prefix of
-    its bucket holding a ``_delta_log``. Keys are compared segment by segment (never normalized)."""
+    its bucket (S3) or directory of its file system (HDFS) holding a ``_delta_log``. Paths are
+    compared segment by segment (never normalized)."""
+    from logstore_cli.storage.hdfs import HdfsStorage
     from logstore_cli.storage.s3 import S3Storage
 
     target, table = job.checkpoint_storage, job.location
-    if not isinstance(target, S3Storage) or not isinstance(table, S3Storage):
-        return
-    at = _segments(target)
-    same_bucket = target.bucket == table.bucket
-    if same_bucket and at[: len(_segments(table)) + 2] == (*_segments(table), plan.STATE_DIR,
-                                                          "checkpoints"):  # fmt: skip
-        return  # below the job's own <table>/_logstore/checkpoints/
-    warehouse = _segments(table)[:-2]  # <warehouse>/<database>/<table>
-    why: str | None = None
-    if same_bucket and at[: len(warehouse)] == warehouse:
-        why = f"it is below the warehouse s3://{table.bucket}/{'/'.join(warehouse)}"
+    root: Storage
+    if isinstance(target, S3Storage) and isinstance(table, S3Storage):
+        at, mine = _segments(target), _segments(table)
+        same_store, shown = target.bucket == table.bucket, f"s3://{target.bucket}"
+        root = S3Storage.open(target.bucket, (), target.settings)
+    elif isinstance(target, HdfsStorage) and isinstance(table, HdfsStorage):
+        at, mine = target.segments, table.segments
+        same_store, shown = target.host == table.host, f"hdfs://{target.host}"
+        root = target.at_root()
     else:
-        bucket = S3Storage.open(target.bucket, (), target.settings)
+        return
+    if same_store and at[: len(mine) + 2] == (*mine, plan.STATE_DIR, "checkpoints"):
+        return  # below the job's own <table>/_logstore/checkpoints/
+    warehouse = mine[:-2]  # <warehouse>/<database>/<table>
+    why: str | None = None
+    if same_store and at[: len(warehouse)] == warehouse:
+        why = f"it is below the warehouse {shown}/{'/'.join(warehouse)}"
+    else:
         for depth in range(len(at), 0, -1):
             prefix = "/".join(at[:depth])
-            listing = bucket.list(f"{prefix}/_delta_log")
+            listing = root.list(f"{prefix}/_delta_log")
             if listing.files or listing.dirs:
-                why = f"s3://{target.bucket}/{prefix} holds a _delta_log (a Delta table)"
+                why = f"{shown}/{prefix} holds a _delta_log (a Delta table)"
                 break
     if why is not None:
         raise InvalidInputError(
             f"--checkpoint {job.paths.checkpoint} is inside a table's files: {why}",
-            hint="give a prefix outside the warehouse and outside any Delta table, or leave "
+            hint="give a path outside the warehouse and outside any Delta table, or leave "
             f"--checkpoint out (the job's own: {own})",
         )
 

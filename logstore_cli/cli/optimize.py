@@ -40,7 +40,10 @@ def optimize(
         raise InvalidInputError("--where is empty", hint="drop it to compact the whole table")
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    ref = wh.find_table(ctx.warehouse, table)
+    # a local table, or one on hdfs:// (s3:// is refused before: config_options)
+    ref: wh.TableRef | wh.StoredTable = (
+        wh.find_table_on(ctx.storage, table) if ctx.remote else wh.find_table(ctx.warehouse, table)
+    )
     with out.status("starting Spark …"):
         spark = build_session(
             SparkSettings(
@@ -52,7 +55,8 @@ def optimize(
         )
     try:
         with out.status(f"compacting {ref.name} …"):
-            data = run(spark, ref.name, ref.path, where).to_json()
+            location = ref.storage if isinstance(ref, wh.StoredTable) else ref.path
+            data = run(spark, ref.name, location, where).to_json()
     finally:
         spark.stop()
     out.emit(data, lambda console: _render(console, data))

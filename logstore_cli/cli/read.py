@@ -11,6 +11,7 @@ path.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Mapping
@@ -22,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from logstore_cli.cli.context import Context, make_context
+from logstore_cli.cli.context import Context, make_context, pulsar_admin_url
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, clean, key_value_table, text
 from logstore_cli.config import Overrides, Uses, local_path
@@ -249,7 +250,7 @@ def read(
         )
     if checkpoint is not None and checkpoint.strip():
         checkpoint = local_path(checkpoint, "--checkpoint")
-    stored = ctx.load_any(table)  # on S3: the consumer engine's log reads only (build_request)
+    stored = ctx.load_any(table)  # local, or on the warehouse's storage (s3://, hdfs://)
     client: dict[str, str] = dict(ctx.config.kafka.client)
     if stored.spec.log_store is not None:
         client.update(stored.spec.log_store.client_properties)
@@ -259,6 +260,9 @@ def read(
         limit=limit, checkpoint=checkpoint, as_of=as_of, changes=changes,
         bootstrap=None, client_properties=client, timeout_s=ctx.config.kafka.timeout_s,
     )  # fmt: skip
+    log_store = stored.spec.log_store
+    if req.mode == "log" and log_store is not None and log_store.system == "pulsar":
+        req = dataclasses.replace(req, admin_url=pulsar_admin_url(ctx, log_store))
     cap = limit if limit is not None else TABLE_ROWS
     _describe_start(out, req)
     # Spark installs its own SIGINT handler when it starts: ours goes in after it.

@@ -96,9 +96,9 @@ def status(
     if no_topic:
         topics = None
     else:
-        from logstore_cli.provision.kafka_topics import KafkaTopicStore
+        from logstore_cli.cli.context import topic_stores
 
-        topics = KafkaTopicStore(ctx.config.kafka)  # one admin client per broker, for every refresh
+        topics = topic_stores(ctx)  # one admin client per broker, for every refresh
     try:
         if watch:
             cache = CommitCache()
@@ -182,7 +182,7 @@ def _render(console: Console, d: dict[str, Any]) -> None:
             parts.append(
                 simple_table(
                     f"Topic {log['topic']}{since}",
-                    ["partition", "committed offset", "end offset", "after commit"],
+                    list(partition_columns(log)),
                     [(p["partition"], p["committed_offset"], p["end_offset"], p["after_commit"])
                      for p in log["partitions"]],
                 )
@@ -191,7 +191,8 @@ def _render(console: Console, d: dict[str, Any]) -> None:
                 parts.append(Text(TAIL_NOTE, style="dim"))
         if not log["end_offsets_read"]:
             why = log["error"] or "not asked (--no-topic)"
-            parts.append(text(f"topic {log['topic']}: end offsets unavailable: {why}", style="dim"))
+            ends = "last message ids" if log.get("system") == "pulsar" else "end offsets"
+            parts.append(text(f"topic {log['topic']}: {ends} unavailable: {why}", style="dim"))
     uncarried, unchecked = _outside_lines(d)
     if uncarried:
         parts.append(text(uncarried, style="yellow"))
@@ -246,8 +247,21 @@ class WatchView:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
+    partition_columns: tuple[str, ...] = (
+        "partition",
+        "committed offset",
+        "end offset",
+        "after commit",
+    )
+
     WRITER_COLUMNS = ("writer", "epoch", "attempt", "delta version", "committed at")
-    PARTITION_COLUMNS = ("partition", "committed offset", "end offset", "after commit")
+
+
+def partition_columns(log: dict[str, Any]) -> tuple[str, ...]:
+    """The log tail's columns: Kafka's offsets, or Pulsar's message ids (the last one held)."""
+    if log.get("system") == "pulsar":
+        return ("partition", "committed id", "last id", "after commit")
+    return ("partition", "committed offset", "end offset", "after commit")
 
 
 def _rate(value: float | None) -> str:
@@ -280,6 +294,7 @@ def watch_view(d: dict[str, Any], rates: Rates, at: float, warnings: list[str]) 
     log = d["log"]
     topic = None
     partitions: list[tuple[str, ...]] = []
+    columns = partition_columns(log or {})
     if log is None:
         notes.append("log store: off")
     elif log["topic"] is not None:
@@ -301,6 +316,7 @@ def watch_view(d: dict[str, Any], rates: Rates, at: float, warnings: list[str]) 
         partitions=partitions,
         notes=notes,
         warnings=list(warnings),
+        partition_columns=columns,
     )
 
 
@@ -313,8 +329,9 @@ def render_plain(view: WatchView) -> list[str]:
     ]
     if view.topic is not None and view.partitions:
         lines.append(f"  {view.topic}:")
+        _, committed, end, after = view.partition_columns
         lines += [
-            f"    partition {p}: committed offset {c}, end offset {e}, after commit {a}"
+            f"    partition {p}: {committed} {c}, {end} {e}, {after} {a}"
             for p, c, e, a in view.partitions
         ]
     lines += [f"  {note}" for note in view.notes]
@@ -329,7 +346,7 @@ def render_rich(view: WatchView) -> RenderableType:
         parts.append(simple_table("Writers (last committed epoch of each)",
                                   WatchView.WRITER_COLUMNS, view.writers))  # fmt: skip
     if view.topic is not None and view.partitions:
-        parts.append(simple_table(view.topic, WatchView.PARTITION_COLUMNS, view.partitions))
+        parts.append(simple_table(view.topic, view.partition_columns, view.partitions))
     parts += [text(note, style="dim") for note in view.notes]
     parts += [Text.assemble(("warning:", "yellow"), " ", clean(w)) for w in view.warnings]
     parts.append(Text("Ctrl-C to stop", style="dim"))

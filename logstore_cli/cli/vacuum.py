@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from logstore_cli.catalog.tables import StoredTableOn
 from logstore_cli.cli.context import make_context
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, text
@@ -52,7 +53,7 @@ def vacuum(
         raise InvalidInputError(f"--retain must be 0 or more hours, got {retain}")
     ctx = make_context(overrides)
     out = Output(json_mode=json_)
-    stored = ctx.load_table(table)
+    stored = ctx.load_any(table)  # local, or on the warehouse's storage (s3://, hdfs://)
     log_start = None
     log = stored.spec.log_store
     if log is not None and log.system == "pulsar":
@@ -72,7 +73,7 @@ def vacuum(
             topics.close()
     with out.status(f"vacuuming {stored.ref.name}"):
         result = run(
-            stored.ref.path,
+            stored.ref.storage if isinstance(stored, StoredTableOn) else stored.ref.path,
             stored.ref.name,
             retain_hours=retain,
             dry_run=dry_run,

@@ -9,18 +9,21 @@ published, the log's beginning deleted); the reason is on stderr and in ``--json
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
-from logstore_cli.cli.context import make_context
+from logstore_cli.cli.context import make_context, pulsar_admin_url
+
+if TYPE_CHECKING:
+    from logstore_cli.read.pulsar_source import PulsarLogSource
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, key_value_table, simple_table, text
 from logstore_cli.config import Overrides, Uses
-from logstore_cli.errors import EXIT_FAILURE, InvalidInputError, LogSystemNotSupportedError
+from logstore_cli.errors import EXIT_FAILURE, InvalidInputError
 
 _TITLES = {
     "missing": "Missing from the log (Delta holds them)",
@@ -59,26 +62,37 @@ def verify(
             f"table {stored.ref.name} has no log store to verify",
             hint="verify compares a table's log with its Delta table; this one writes Delta only",
         )
-    if log.system == "pulsar":
-        raise LogSystemNotSupportedError(
-            stored.ref.name, "verify", "read its Delta table with 'read --mode file'"
-        )
     client = dict(ctx.config.kafka.client)
     client.update(log.client_properties)
     timeout = ctx.config.kafka.timeout_s
-    conf = SourceConf(log.address, client, log.topic, timeout)
-    with (
-        out.status(f"verifying {stored.ref.name}…"),
-        LogSource(conf, RowSchema.of(stored.spec)) as source,
-    ):
+    pulsar = log.system == "pulsar"
+    conf = SourceConf(
+        log.address, client, log.topic, timeout, system=log.system,
+        admin_url=pulsar_admin_url(ctx, log) if pulsar else None,
+    )  # fmt: skip
+    source: LogSource | PulsarLogSource
+    unknown_start = None
+    if pulsar:
+        from logstore_cli.read.pulsar_source import UNKNOWN_START, PulsarLogSource
+
+        source, unknown_start = PulsarLogSource(conf, RowSchema.of(stored.spec)), UNKNOWN_START
+    else:
+        source = LogSource(conf, RowSchema.of(stored.spec))
+    with out.status(f"verifying {stored.ref.name}…"), source:
         result = verify_table(
             stored,
             source,
             examples=examples,
             writer_live=lambda: writer_running(location(stored)),
             marker_wait_s=timeout,
+            unknown_start=unknown_start,
         )
     data = result.to_json()
+    if pulsar:  # positions as Pulsar message ids, not the read engine's ordinals
+        from logstore_cli.logformat.pulsar_form import position_text
+
+        for name in ("start_offsets", "end_offsets"):
+            data["log"][name] = {p: position_text(o) for p, o in data["log"][name].items()}
     out.emit(data, lambda c: _render(c, data))
     if result.reason is not None:
         out.error(result.reason, hint=result.hint)
@@ -112,7 +126,8 @@ def _render(console: Console, d: dict[str, Any]) -> None:
         )
         if d["latest_version"] != d["delta_version"]:
             at += f"; latest version {d['latest_version']}"
-    ends = ", ".join(f"{p}: {o:,}" for p, o in log["end_offsets"].items()) or "(no partitions)"
+    by_partition = {p: f"{o:,}" if isinstance(o, int) else o for p, o in log["end_offsets"].items()}
+    ends = ", ".join(f"{p}: {o}" for p, o in by_partition.items()) or "(no partitions)"
     if d["reason"] is not None:
         verdict = Text("could not compare", style="bold red")
     elif d["equal"]:

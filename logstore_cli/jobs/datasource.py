@@ -51,7 +51,7 @@ from pyspark.sql.types import StructType
 
 from logstore_cli import config as cfg
 from logstore_cli.catalog.epochs import EpochConfirmer
-from logstore_cli.catalog.tables import load_table
+from logstore_cli.catalog.tables import StoredTable, StoredTableOn, load_table, load_table_on
 from logstore_cli.errors import InvalidInputError, LogstoreError, RecordsDeletedError
 from logstore_cli.logformat.consistency import (
     LEVELS,
@@ -69,6 +69,8 @@ from logstore_cli.read.hybrid import resolve_hybrid
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import SparkSession
+
+    from logstore_cli.catalog.delta_log import TableLocation
 
 SOURCE_NAME: Final = "logstore"
 KIND: Final = "_ls_kind"
@@ -227,7 +229,7 @@ class ReadSpec:
 
     def confirmer(self) -> EpochConfirmer | None:
         """A new confirmer (it caches the commits it read): one per task or stream reader."""
-        return EpochConfirmer(Path(self.table_path)) if self.table_path else None
+        return EpochConfirmer(table_location(self.table_path)) if self.table_path else None
 
     def ddl(self) -> str:
         """The Spark schema: the table's columns, then ``META_COLUMNS``."""
@@ -245,7 +247,8 @@ def _refuse_a_changed_schema(table: str, table_path: str, schema: RowSchema) -> 
     from logstore_cli.catalog import warehouse as wh
     from logstore_cli.catalog.schema import columns_from_delta_schema
 
-    state = wh.read_delta(Path(table_path))
+    location = table_location(table_path)
+    state = wh.read_delta(location) if isinstance(location, Path) else wh.read_delta_on(location)
     now = RowSchema.of(_Columns(columns_from_delta_schema(state.schema), state.primary_key))
     if set(now.columns) <= set(schema.columns):
         return schema  # nothing added or widened: the record is malformed
@@ -258,6 +261,17 @@ def _refuse_a_changed_schema(table: str, table_path: str, schema: RowSchema) -> 
         hint="start the query again (a streaming query from its checkpoint) to read the table's "
         "columns as they are now",
     )
+
+
+def table_location(table_path: str) -> TableLocation:
+    """``ReadSpec.table_path`` as the Delta log readers take it: a local directory, or the
+    table's storage on a remote warehouse (opened again in each task: a client is not sent over
+    the wire; S3 settings from the standard AWS environment, as on the driver)."""
+    if not cfg.is_remote_warehouse(table_path):
+        return Path(table_path)
+    from logstore_cli.storage import open_storage
+
+    return open_storage(table_path)
 
 
 def _default_bootstrap(config: cfg.Config) -> str | None:
@@ -298,13 +312,27 @@ def resolve(options: Mapping[str, str]) -> ReadSpec:
             "bootstrap", lowered["bootstrap"], "host:port[,host:port…]", "127.0.0.1:9092"
         )
 
-    config = cfg.load(None, os.environ)
-    timeout_s = _timeout(lowered, config.kafka.timeout_s)
     given = (lowered.get("warehouse") or "").strip()
-    warehouse = (
-        Path(cfg.local_path(given, 'option "warehouse"')) if given else config.warehouse_path()
-    )
-    stored = load_table(warehouse, name, default_bootstrap=bootstrap or _default_bootstrap(config))
+    # A remote warehouse (s3://, s3a://, hdfs://) given as the option is checked and written
+    # canonically as the warehouse setting is; any other URI is refused as a local path.
+    remote = given.startswith(("s3://", "s3a://", "hdfs://"))
+    config = cfg.load(None, os.environ, {"warehouse": given} if remote else None)
+    timeout_s = _timeout(lowered, config.kafka.timeout_s)
+    default_bootstrap = bootstrap or _default_bootstrap(config)
+    stored: StoredTable | StoredTableOn
+    if remote or (not given and config.remote_warehouse):
+        from logstore_cli.storage import open_storage
+
+        stored = load_table_on(
+            open_storage(config.warehouse), name, default_bootstrap=default_bootstrap
+        )
+        table_path = stored.ref.storage.uri
+    else:
+        warehouse = (
+            Path(cfg.local_path(given, 'option "warehouse"')) if given else config.warehouse_path()
+        )
+        stored = load_table(warehouse, name, default_bootstrap=default_bootstrap)
+        table_path = str(stored.ref.path)
     log = stored.spec.log_store
     if log is None:
         raise InvalidInputError(
@@ -329,7 +357,7 @@ def resolve(options: Mapping[str, str]) -> ReadSpec:
     through: dict[str, int] = {}
     if start is not None and start.kind == "snapshot":
         try:
-            hybrid = resolve_hybrid(stored.ref.path, source, start.version)
+            hybrid = resolve_hybrid(table_location(table_path), source, start.version)
         except (InvalidInputError, RecordsDeletedError) as exc:
             # The same error, its hint in the data source's option names.
             raise type(exc)(
@@ -346,7 +374,7 @@ def resolve(options: Mapping[str, str]) -> ReadSpec:
         batch_start,
         stream_start,
         through,
-        str(stored.ref.path),
+        table_path,
     )
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logstore_cli.catalog import epochs
@@ -18,6 +17,8 @@ from logstore_cli.ingest.failures import explain_commit_failure
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from logstore_cli.catalog.delta_log import TableLocation
 
 ATTEMPTS = 10  # a compaction lost to this many epoch commits in a row gives up
 _BACKOFF_S = 0.5  # after a lost race, before the next attempt (doubling, up to 8 s)
@@ -52,19 +53,24 @@ class Optimized:
 def optimize(
     spark: SparkSession,
     name: str,
-    path: Path,
+    table: TableLocation,
     where: str | None,
     *,
     attempts: int = ATTEMPTS,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Optimized:
-    """Compact ``path``'s small files (``where``: only the partitions it selects)."""
+    """Compact the small files of the table at ``table`` (a local directory, or its ``Storage``
+    on an ``hdfs://`` warehouse, opened by Spark at its URI; ``where``: only the partitions it
+    selects)."""
     from delta.tables import DeltaTable
 
+    from logstore_cli.catalog.delta_log import spark_path
+
+    path = spark_path(table)
     spark.conf.set(_NO_SUBSTITUTION, "false")
     backoff = _BACKOFF_S
     for attempt in range(1, attempts + 1):
-        builder = DeltaTable.forPath(spark, str(path)).optimize()
+        builder = DeltaTable.forPath(spark, path).optimize()
         if where is not None:
             builder = builder.where(where)
         try:
@@ -86,7 +92,7 @@ def optimize(
             raise _explain(exc, name, where) from exc
         m = row["metrics"]
         removed, added = int(m["numFilesRemoved"]), int(m["numFilesAdded"])
-        version = epochs.commit_versions(path)[0] if removed or added else None
+        version = epochs.commit_versions(table)[0] if removed or added else None
         return Optimized(
             name, removed, added,
             int(m["filesRemoved"]["totalSize"] or 0), int(m["filesAdded"]["totalSize"] or 0),

@@ -82,7 +82,7 @@ def _as_of(reader: Any, as_of: str, *, changes: bool) -> Any:
 
 
 def _file_frame(spark: SparkSession, req: ReadRequest, summary: ReadSummary) -> DataFrame:
-    path = str(req.path)
+    path = req.spark_path  # the local directory, or s3a://…, hdfs://… on a remote warehouse
     names = list(req.schema.names)
     reader = spark.read.format("delta")
     if req.changes:
@@ -103,7 +103,11 @@ def _file_frame(spark: SparkSession, req: ReadRequest, summary: ReadSummary) -> 
     else:
         from deltalake import DeltaTable
 
-        version = DeltaTable(path).version()  # pin it: the version printed is the one read
+        from logstore_cli.catalog.delta_log import delta_rs_args
+
+        uri, options = delta_rs_args(req.location)
+        # pin it: the version printed is the one read
+        version = DeltaTable(uri, storage_options=options).version()
         reader = reader.option("versionAsOf", version)
         summary.snapshot_version = version
     frame = _guard(lambda: reader.load(path))
@@ -142,7 +146,7 @@ def _log_reader(spark: SparkSession, req: ReadRequest, start: str, stream: bool)
     reader = spark.readStream if stream else spark.read
     return (
         reader.format("logstore")
-        .option("warehouse", str(req.path.parents[1]))
+        .option("warehouse", req.warehouse)
         .option("consistency", req.level)
         .option("changelogMode", req.changelog)
         .option("from", start)
@@ -158,7 +162,7 @@ def _log_start(req: ReadRequest, summary: ReadSummary) -> tuple[str, int | None]
     log = req.spec.log_store
     assert log is not None
     conf = SourceConf(req.bootstrap or log.address, req.client_properties, log.topic, req.timeout_s)
-    hybrid = resolve_hybrid(req.path, conf, req.start.version)
+    hybrid = resolve_hybrid(req.location, conf, req.start.version)
     summary.snapshot_version = hybrid.version
     return f"snapshot:{hybrid.version}", hybrid.version
 
@@ -168,7 +172,7 @@ def _log_frame(spark: SparkSession, req: ReadRequest, summary: ReadSummary) -> D
     log: DataFrame = _log_reader(spark, req, start, stream=False).load(req.name)
     if version is None:
         return log
-    snapshot = spark.read.format("delta").option("versionAsOf", version).load(str(req.path))
+    snapshot = spark.read.format("delta").option("versionAsOf", version).load(req.spark_path)
     snap = snapshot.select(
         *req.schema.names,
         F.lit("+I").alias(KIND),

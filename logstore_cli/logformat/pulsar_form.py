@@ -11,6 +11,7 @@ Pure: the producer and reader of the Pulsar log system call these, so one encode
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from logstore_cli.logformat.errors import WireFormatError
@@ -44,3 +45,57 @@ def from_pulsar(
     key = partition_key.encode("utf-8") if partition_key else None
     headers = [(name, value.encode("utf-8")) for name, value in properties.items()]
     return key, payload or None, headers
+
+
+# -- positions -------------------------------------------------------------------------------------
+# A Pulsar message id (ledger, entry, batch index) as one ordered integer per partition, so that the
+# decider, reader checkpoints and verify, written for Kafka's offsets, run unchanged (design §7.1).
+# Message ids are even ordinals; ``ordinal + 1`` (odd) is "just after that message", the position a
+# reader stands at once it has read it (the decider's ``offset + 1``). Lossless: entry ids stay far
+# below 2**42 (a ledger rolls over after 50,000 entries by default) and batch indexes below 2**20.
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+_BATCH_BITS = 21  # (batch + 1) << 1 takes the low 21 bits
+_ENTRY_BITS = 43
+_MAX_ENTRY = (1 << _ENTRY_BITS) - 1
+_MAX_BATCH = (1 << (_BATCH_BITS - 1)) - 2
+
+
+def ordinal(ledger: int, entry: int, batch: int = -1) -> int:
+    """The even ordinal of message id ``ledger:entry:batch``: ordered as Pulsar orders ids."""
+    if ledger < 0 or not 0 <= entry <= _MAX_ENTRY or not -1 <= batch <= _MAX_BATCH:
+        raise WireFormatError(
+            f"Pulsar message id {ledger}:{entry}:{batch} is out of logstore's range",
+            reason="malformed",
+        )
+    return (ledger << (_ENTRY_BITS + _BATCH_BITS)) | (entry << _BATCH_BITS) | ((batch + 1) << 1)
+
+
+def message_id(position: int) -> tuple[int, int, int, bool]:
+    """``(ledger, entry, batch, inclusive)`` where a read at ``position`` starts: at that message
+    (an even ordinal), or just after it (odd: the message of ``position - 1`` was read)."""
+    if position < 0:
+        raise ValueError(f"a position is >= 0, got {position}")
+    base = position & ~1
+    batch = ((base & ((1 << _BATCH_BITS) - 1)) >> 1) - 1
+    entry = (base >> _BATCH_BITS) & _MAX_ENTRY
+    ledger = base >> (_ENTRY_BITS + _BATCH_BITS)
+    return ledger, entry, batch, position == base
+
+
+def after(text: str) -> int:
+    """The position just after the message ``"<ledger>:<entry>:<batch>"`` (Delta commit
+    metadata's form of a Pulsar position): where a hybrid read goes on."""
+    parts = text.split(":")
+    if len(parts) != 3 or not all(_INTEGER.fullmatch(p) for p in parts):
+        raise WireFormatError(
+            f"not a Pulsar message id ('<ledger>:<entry>:<batch>'): {text!r}", reason="malformed"
+        )
+    return ordinal(int(parts[0]), int(parts[1]), int(parts[2])) + 1
+
+
+def position_text(position: int) -> str:
+    """A position as users read it: ``"L:E:B"`` (at that message) or ``"after L:E:B"``."""
+    if position == 0:
+        return "earliest"
+    ledger, entry, batch, inclusive = message_id(position)
+    return f"{ledger}:{entry}:{batch}" if inclusive else f"after {ledger}:{entry}:{batch}"

@@ -23,6 +23,7 @@ positions to read from; those are ``pulsar.admin.MessagePosition`` (``"<ledger>:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 from logstore_cli.config import PulsarConfig
 from logstore_cli.ddl.properties import (
@@ -34,11 +35,20 @@ from logstore_cli.errors import InvalidInputError, TopicNotFoundError
 from logstore_cli.kafka.types import TopicInfo
 from logstore_cli.model import LogStoreSpec
 from logstore_cli.provision.backends import TopicStore
-from logstore_cli.pulsar.admin import PulsarAdmin, TopicName, admin_url_for
+from logstore_cli.pulsar.admin import MessagePosition, PulsarAdmin, TopicName, admin_url_for
 
 # Pulsar's own default write quorum (broker.conf managedLedgerDefaultWriteQuorum), shown as the
 # topic's replication when neither the namespace nor the broker says.
 _PULSAR_DEFAULT_WRITE_QUORUM = 2
+
+
+class LogTail(NamedTuple):
+    """A Pulsar partition's last message id ("<ledger>:<entry>:<batch>", None when it holds none)
+    and how many messages it holds after a given position (None: not known)."""
+
+    last: str | None
+    after: int | None
+
 
 # (service URL, admin URL) of the local standalone ('logstore pulsar start'), when there is one.
 LocalPulsar = Callable[[], tuple[str, str] | None]
@@ -171,6 +181,28 @@ class PulsarTopicStore:
             raise TopicNotFoundError(f"Pulsar topic '{log.topic}' does not exist")
         return admin.held_entries(name, found.partitions)
 
+    def log_tail(self, log: LogStoreSpec, committed: Mapping[int, int | str]) -> dict[int, LogTail]:
+        """Each partition's last message id and the messages after its ``committed`` position
+        (status's "after commit"): a partition ``committed`` leaves out counts all it holds."""
+        admin, name = self._admin(log), self._name(log)
+        found = admin.describe_topic(name)
+        if found is None:
+            raise TopicNotFoundError(f"Pulsar topic '{log.topic}' does not exist")
+        after: dict[int, MessagePosition | None] = {}
+        for partition in range(found.partitions):
+            position = committed.get(partition)
+            if isinstance(position, str):
+                after[partition] = MessagePosition.parse(position)
+            elif position is None:
+                after[partition] = None
+            # an offset (int) names no Pulsar message: its lag is not known
+        last = admin.last_positions(name, found.partitions)
+        counts = admin.messages_after(name, after)
+        return {
+            p: LogTail(None if position is None else str(position), counts.get(p))
+            for p, position in sorted(last.items())
+        }
+
     def start_offsets(self, log: LogStoreSpec) -> dict[int, int]:
         """0 for each partition: ``end_offsets`` counts what a partition holds."""
         return dict.fromkeys(self.end_offsets(log), 0)
@@ -240,6 +272,13 @@ class TopicStoreBySystem:
 
     def start_offsets(self, log: LogStoreSpec) -> dict[int, int]:
         return self.store(log).start_offsets(log)
+
+    def log_tail(self, log: LogStoreSpec, committed: Mapping[int, int | str]) -> dict[int, LogTail]:
+        """Pulsar's ``log_tail`` (Kafka's tail is its end offsets: status subtracts those)."""
+        store = self.store(log)
+        if not isinstance(store, PulsarTopicStore):
+            raise TypeError(f"no log tail for a {log.system} log store")
+        return store.log_tail(log, committed)
 
     def close(self) -> None:
         for store in (self.kafka, self._pulsar):

@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,6 +194,25 @@ class PulsarAdmin:
             out[index] = max(0, int(stats.get("numberOfEntries") or 0))
         return out
 
+    def messages_after(
+        self, topic: TopicName, after: Mapping[int, MessagePosition | None]
+    ) -> dict[int, int]:
+        """For each partition of ``after``, the messages it holds after that position (all it
+        holds for None), counted from its ledgers' entries (``internalStats``): message ids are
+        not dense, so a lag is never the difference of two ids. With batching off (logstore's
+        producer) one entry is one message."""
+        deadline = self._deadline()
+        out: dict[int, int] = {}
+        for index, position in sorted(after.items()):
+            part = TopicName(
+                topic.tenant, topic.namespace, f"{topic.topic}{_PARTITION_SUFFIX}{index}"
+            )
+            stats = self._call("GET", f"{part.path}/internalStats", deadline=deadline)
+            if not isinstance(stats, dict):
+                raise BrokerError(f"Pulsar answered no internal stats for {part}: {stats!r}")
+            out[index] = entries_after(stats, position)
+        return out
+
     def last_positions(
         self, topic: TopicName, partitions: int
     ) -> dict[int, MessagePosition | None]:
@@ -282,6 +302,27 @@ class PulsarAdmin:
             return json.loads(text)
         except ValueError:
             raise BrokerError(f"Pulsar answered {what} with something that is not JSON") from None
+
+
+def entries_after(stats: Mapping[str, Any], position: MessagePosition | None) -> int:
+    """The entries a partition's ``internalStats`` hold after ``position`` (all for None).
+
+    Its ``ledgers`` list the ledgers still held, oldest first; the last one, while open, says 0
+    entries and ``currentLedgerEntries`` has its count. Ledgers trimmed by retention are not
+    listed: what they held is no longer there to read.
+    """
+    ledgers = [x for x in stats.get("ledgers") or () if isinstance(x, dict)]
+    total = 0
+    for i, ledger in enumerate(ledgers):
+        entries = max(0, int(ledger.get("entries") or 0))
+        if i == len(ledgers) - 1:
+            entries = max(entries, int(stats.get("currentLedgerEntries") or 0))
+        ledger_id = int(ledger.get("ledgerId", -1))
+        if position is None or ledger_id > position.ledger:
+            total += entries
+        elif ledger_id == position.ledger:
+            total += max(0, entries - (position.entry + 1))
+    return total
 
 
 def _quote(part: str) -> str:

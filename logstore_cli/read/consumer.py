@@ -178,12 +178,18 @@ class SourceConf:
     client_properties: Mapping[str, str]
     topic: str
     timeout_s: float = 10.0
+    # "pulsar": ``bootstrap`` is the service URL and ``admin_url`` its admin REST API (design §7.1)
+    system: str = "kafka"
+    admin_url: str | None = None
 
     def __repr__(self) -> str:
         keys = ", ".join(sorted(self.client_properties))
+        pulsar = (
+            f", system='pulsar', admin_url={self.admin_url!r}" if self.system == "pulsar" else ""
+        )
         return (
             f"SourceConf(bootstrap={self.bootstrap!r}, client_properties=<{keys}>, "
-            f"topic={self.topic!r}, timeout_s={self.timeout_s!r})"
+            f"topic={self.topic!r}, timeout_s={self.timeout_s!r}{pulsar})"
         )
 
 
@@ -736,6 +742,17 @@ class LogReader:
         confirm: Confirm | None = None,
         reload_schema: Callable[[], RowSchema] | None = None,
     ) -> None:
+        self._init_decider(level, committed_through, state, confirm)
+        self._source = LogSource(conf, schema, reload_schema=reload_schema)
+        self.topic = conf.topic
+
+    def _init_decider(
+        self,
+        level: Level,
+        committed_through: Mapping[str, int] | None,
+        state: Any | None,
+        confirm: Confirm | None,
+    ) -> None:
         self._level = check_level(level)
         self._restored = state is not None
         if state is not None:
@@ -751,8 +768,6 @@ class LogReader:
                 self._level, committed_through=committed_through, confirm=confirm
             )
         self._stats = ReadStats()
-        self._source = LogSource(conf, schema, reload_schema=reload_schema)
-        self.topic = conf.topic
 
     @property
     def decider(self) -> TopicDecider:

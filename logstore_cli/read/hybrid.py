@@ -14,7 +14,13 @@ if TYPE_CHECKING:
 
 
 def log_start_offsets(conf: SourceConf) -> dict[int, int]:
-    """The topic's earliest offset still held, per partition."""
+    """The topic's earliest offset still held, per partition (on Pulsar: the read engine's
+    position of the first message held, ``read.pulsar_source``)."""
+    if conf.system == "pulsar":
+        from logstore_cli.read.pulsar_source import PulsarLogSource
+
+        with PulsarLogSource(conf) as source:
+            return {p: low for p, (low, _) in source.watermarks().items()}
     from logstore_cli.kafka.admin import KafkaAdmin
 
     with KafkaAdmin(conf.bootstrap, conf.client_properties, timeout_s=conf.timeout_s) as admin:

@@ -5,9 +5,10 @@ broker or a JVM is touched). ``read_with_consumer`` runs a log read with the con
 engine (``consumer.py``): an optional Delta snapshot first (hybrid read, with delta-rs), then the
 log through one ``TopicDecider``; what it emits goes to a ``Sink``. The Spark engine
 (``jobs/read.py``) and the delta-rs engine of ``--mode file`` (``delta_rs.py``) take the same
-request and the same sink. On a remote warehouse (``StoredTableOn``) only the consumer engine's log
-reads run (issue 19 stage 2b): its Delta reads go through the storage seam and delta-rs's storage
-options; the others are refused in ``build_request``.
+request and the same sink. On a remote warehouse (``StoredTableOn``) every engine runs: the
+consumer's Delta reads go through the storage seam and delta-rs's storage options, Spark opens the
+table's Hadoop URI (``spark_path``: ``s3a://``, ``hdfs://``); a Delta or Parquet output is a local
+path there (``check_local_output``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from logstore_cli.catalog.tables import StoredTable, StoredTableOn
-from logstore_cli.errors import InvalidInputError, LogSystemNotSupportedError
+from logstore_cli.errors import InvalidInputError
 from logstore_cli.logformat.consistency import Level
 from logstore_cli.logformat.wire import RowKind, RowSchema
 from logstore_cli.model import TableSpec
@@ -65,6 +66,7 @@ class ReadRequest:
     bootstrap: str | None = None
     client_properties: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 10.0
+    admin_url: str | None = None  # a Pulsar table's: its admin REST API (cli.context)
 
     @property
     def spec(self) -> TableSpec:
@@ -75,11 +77,20 @@ class ReadRequest:
         return self.table.ref.name
 
     @property
-    def path(self) -> Path:
-        """The table's local directory (the engines that need one: Spark, ``--mode file``)."""
-        if isinstance(self.table, StoredTableOn):  # refused by build_request: never reached
-            raise InvalidInputError(_REMOTE, hint=_REMOTE_HINT)
-        return self.table.ref.path
+    def spark_path(self) -> str:
+        """The table as Spark opens it: its local directory, or its Hadoop URI on a remote
+        warehouse (``s3a://…``, ``hdfs://…``)."""
+        from logstore_cli.catalog.delta_log import spark_path
+
+        return spark_path(self.location)
+
+    @property
+    def warehouse(self) -> str:
+        """The table's warehouse as the ``logstore`` data source's ``warehouse`` option takes it:
+        the local directory, or the remote warehouse's URI (``s3://…``, ``hdfs://…``)."""
+        if isinstance(self.table, StoredTableOn):
+            return warehouse_uri(self.table.ref.storage.uri)
+        return str(self.table.ref.path.parents[1])
 
     @property
     def location(self) -> TableLocation:
@@ -115,7 +126,7 @@ class ReadSummary:
     # Markers the Delta log does not confirm (ignored), and the records of the attempts they named
     unconfirmed_markers: int = 0
     unconfirmed_records: int = 0
-    end_offsets: dict[int, int] = field(default_factory=dict)
+    end_offsets: dict[int, int | str] = field(default_factory=dict)  # Pulsar: "L:E:B" text
     limited: bool = False
     seconds: float = 0.0
 
@@ -157,12 +168,15 @@ def check_new_path(path: str) -> None:
         )
 
 
-def check_outside_tables(path: str, table: StoredTable) -> None:
+def check_outside_tables(path: str, table: StoredTable | StoredTableOn) -> None:
     """A Delta or Parquet ``--output`` lies outside the warehouse and outside any Delta table: a
-    directory written there would show up as a table, or as files of one that VACUUM removes."""
+    directory written there would show up as a table, or as files of one that VACUUM removes.
+    (A remote table's warehouse is not on this file system: only local Delta tables are looked
+    for then.)"""
     from logstore_cli.catalog.warehouse import table_overlap
 
-    why = table_overlap(Path(path), table.ref.path.parents[1], below=False)
+    warehouse = None if isinstance(table, StoredTableOn) else table.ref.path.parents[1]
+    why = table_overlap(Path(path), warehouse, below=False)
     if why is not None:
         raise InvalidInputError(
             f"--output {path} would be written among logstore's tables: {why}",
@@ -170,14 +184,27 @@ def check_outside_tables(path: str, table: StoredTable) -> None:
         )
 
 
-_REMOTE = (
-    "'read' on a remote (s3://, hdfs://) warehouse runs the consumer engine (--mode log) and "
-    "delta-rs (--mode file) only (issue 19 stage 2b): the Spark engine does not run there yet"
-)
-_REMOTE_HINT = (
-    "drop --engine spark (a Delta or Parquet output of --mode file is written by delta-rs), or "
-    "read the log to stdout or --output jsonl[:PATH]; see docs/cluster.md, section 5"
-)
+def warehouse_uri(table_uri: str) -> str:
+    """The warehouse of a remote table's URI (``<warehouse>/<db>/<table>``). Pure."""
+    return table_uri.rstrip("/").rsplit("/", 2)[0]
+
+
+# "s3a://b/p", "hdfs:/p", "file:/p": a scheme, a colon and a slash (config.local_path's test).
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]+:/")
+
+
+def check_local_output(path: str) -> None:
+    """A Delta or Parquet ``--output`` is a local path: the read's engines write it on the driver's
+    file system (a URI would reach Spark as another store, outside every containment check)."""
+    if _SCHEME.match(path.strip()):
+        raise InvalidInputError(
+            f"--output {path} is a URI: a read writes its Delta or Parquet output to a local "
+            "path only",
+            hint="give a local path (outside the warehouse), and copy it to object storage "
+            "yourself if you need it there; see docs/cluster.md, section 5",
+        )
+
+
 _FILE_ONLY = "--as-of and --changes read the Delta table: use them with --mode file"
 _LOG_ONLY = "{flag} applies to the log: use it with --mode log"
 
@@ -213,8 +240,10 @@ def build_request(
     if limit is not None and limit < 1:
         raise InvalidInputError(f"--limit must be at least 1, got {limit}")
     if output.path is not None:
+        if output.kind in ("delta", "parquet"):
+            check_local_output(output.path)
         check_new_path(output.path)  # before a JVM starts; the engines check again to write
-        if output.kind in ("delta", "parquet") and isinstance(table, StoredTable):
+        if output.kind in ("delta", "parquet"):
             check_outside_tables(output.path, table)
     if checkpoint is not None and not checkpoint.strip():
         raise InvalidInputError("--checkpoint is empty")
@@ -230,10 +259,7 @@ def build_request(
         )
         if used
     ]
-    remote = isinstance(table, StoredTableOn)
     if chosen == "file":
-        if remote and engine == "spark":
-            raise InvalidInputError(_REMOTE, hint=_REMOTE_HINT)
         if given_log:
             raise InvalidInputError(
                 _LOG_ONLY.format(flag=given_log[0]),
@@ -283,15 +309,16 @@ def build_request(
             hint="read its Delta table with --mode file, or enable the log store with "
             "alter-table (log-store.enabled = true)",
         )
-    if log.system == "pulsar":
-        raise LogSystemNotSupportedError(
-            table.ref.name, "read --mode log", "read its Delta table with --mode file"
+    if log.system == "pulsar" and resolved_engine(engine, output) != "consumer":
+        raise InvalidInputError(
+            f"table {table.ref.name}'s log is on Pulsar, which only the consumer engine reads "
+            "(issue 23): the Spark engine (--engine spark, a Delta or Parquet output) reads Kafka",
+            hint="read the log to stdout or --output jsonl[:PATH]",
         )
     level = plan.resolve_level(log, consistent=consistent, consistency=consistency)
     mode_ = plan.check_changelog(changelog, level)
     begin = plan.parse_start(start) if start is not None else plan.default_start(log, follow=follow)
-    auto: plan.Engine = "consumer" if output.streamed else "spark"
-    resolved: plan.Engine = auto if engine == "auto" else engine  # type: ignore[assignment]
+    resolved = resolved_engine(engine, output)
     if checkpoint is not None and resolved == "spark" and not follow:
         raise InvalidInputError(
             "--checkpoint with the Spark engine (--engine spark, or a path output) needs "
@@ -299,8 +326,6 @@ def build_request(
             hint="use the consumer engine (the default for stdout) for a bounded read that goes "
             "on where the last one stopped",
         )
-    if remote and resolved != "consumer":
-        raise InvalidInputError(_REMOTE, hint=_REMOTE_HINT)
     if resolved == "consumer" and not output.streamed:
         raise InvalidInputError(
             f"--output {output.path} writes {output.kind.capitalize()} files, which the consumer "
@@ -325,6 +350,12 @@ def build_request(
     )
 
 
+def resolved_engine(engine: str, output: plan.OutputSpec) -> plan.Engine:
+    """The engine of a log read: ``auto`` is the consumer for a streamed output, else Spark."""
+    auto: plan.Engine = "consumer" if output.streamed else "spark"
+    return auto if engine == "auto" else engine  # type: ignore[return-value]
+
+
 class _Limit(Exception):
     """Raised inside a read when ``--limit`` rows were emitted."""
 
@@ -345,7 +376,10 @@ def read_with_consumer(
     summary = ReadSummary(req.name, "log", "consumer", req.level)
     schema = req.schema
     log = req.spec.log_store
-    conf = SourceConf(req.bootstrap or log.address, req.client_properties, log.topic, req.timeout_s)
+    conf = SourceConf(
+        req.bootstrap or log.address, req.client_properties, log.topic, req.timeout_s,
+        system=log.system, admin_url=req.admin_url,
+    )  # fmt: skip
     saved = None
     store = None
     if req.checkpoint is not None:
@@ -382,7 +416,14 @@ def read_with_consumer(
             sink.schema_changed(new)
         return new
 
-    reader = LogReader(
+    reader_class = LogReader
+    shown: Callable[[int], str] | None = None  # how a Pulsar position reads ("L:E:B")
+    if log.system == "pulsar":
+        from logstore_cli.logformat.pulsar_form import position_text
+        from logstore_cli.read.pulsar_source import PulsarLogReader
+
+        reader_class, shown = PulsarLogReader, position_text
+    reader = reader_class(
         conf,
         schema,
         req.level,
@@ -405,14 +446,19 @@ def read_with_consumer(
                 sink.flush()
             start = reader.start_offsets(hybrid if hybrid is not None else req.start)
             end = None if req.follow else reader.end_offsets()
-            summary.end_offsets = dict(end or {})
+            summary.end_offsets = {
+                p: o if shown is None else shown(o) for p, o in (end or {}).items()
+            }
             saved_at: dict[int, int] | None = None
             positions = cast(ReaderDecider, reader.decider).positions  # where the read is
             for batch in reader.read(start, end, stop=stop):
                 for partition, emission in batch:
                     if emission.retraction:
                         summary.retractions += 1
-                    emit(emission.kind, emission.row, plan.emission_meta(partition, emission))
+                    found = plan.emission_meta(partition, emission)
+                    if shown is not None:
+                        found["offset"] = shown(emission.offset)  # Pulsar: the message id
+                    emit(emission.kind, emission.row, found)
                 sink.flush()
                 if store is not None and positions != saved_at:
                     # Only when the read moved on: an idle follow polls ten times a second.

@@ -125,6 +125,15 @@ class HdfsStorage:
         return self._host
 
     @property
+    def segments(self) -> tuple[str, ...]:
+        """The root's path as checked segments (empty for the file system's root)."""
+        return self._segments
+
+    def at_root(self) -> HdfsStorage:
+        """The same file system at ``/`` (on the same client)."""
+        return HdfsStorage(self._client, self._host, ())
+
+    @property
     def path(self) -> str:
         """The root's absolute path on the file system ('/' for the root)."""
         return "/" + "/".join(self._segments)

@@ -30,7 +30,7 @@ class RemoteLake:
         namenode: str | None = None,
     ) -> None:
         self.backend = "s3" if root.startswith("s3://") else "hdfs"
-        self.root, self.cwd = root, cwd
+        self.cwd = cwd
         self.uri = f"{root}/{warehouse}" if warehouse else root
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("LOGSTORE_", "AWS_"))}
         self.env |= {"LOGSTORE_WAREHOUSE": self.uri, "LOGSTORE_STATE_DIR": str(cwd / "state")}

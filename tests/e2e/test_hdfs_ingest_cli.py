@@ -3,7 +3,9 @@ the CLI with nothing but ``LOGSTORE_WAREHOUSE``: Spark writes the Delta table on
 ``HDFSLogStore``: commits by an atomic rename) and its checkpoint beside it; logstore writes the
 lease, the writer id and the carry's state through the HDFS backend; then the stores agree
 (``read --mode log --consistent`` folds to ``read --mode file``, ``verify``), ``status`` shows the
-epochs, and a rerun of the same source writes nothing twice.
+epochs, and a rerun of the same source writes nothing twice. A second job with ``--checkpoint
+hdfs://…`` outside the warehouse keeps Spark's offsets and its writer id there; one inside the
+warehouse is refused before Spark starts.
 
 One test: each Spark job costs 20-40 s, so the set-up is shared.
 """
@@ -21,7 +23,14 @@ from deltalake import DeltaTable
 from logstore_cli.storage.hdfs_server import HdfsServerInfo
 from tests.e2e.test_hdfs_tables_cli import Lake
 from tests.e2e.test_s3_ingest_cli import folded
-from tests.integration.jobs.ingest_support import changes, fold, normalized, orders_ddl, write_files
+from tests.integration.jobs.ingest_support import (
+    Change,
+    changes,
+    fold,
+    normalized,
+    orders_ddl,
+    write_files,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.hdfs]
 
@@ -33,10 +42,10 @@ def lake(hdfs_server: HdfsServerInfo, hdfs_dir: str, tmp_path: Path) -> Lake:
     return Lake(hdfs_server, hdfs_dir, tmp_path)
 
 
-def ingest(lake: Lake) -> list[dict[str, Any]]:
-    """``ingest --once`` of the local source directory ``in``, a file an epoch: its epochs."""
-    done = lake.run("ingest", TABLE, "--source", str(lake.cwd / "in"), "--once", "--json",
-                    "--source-option", "maxFilesPerTrigger=1")  # fmt: skip
+def ingest(lake: Lake, source: str = "in", *args: str) -> list[dict[str, Any]]:
+    """``ingest --once`` of the local source directory ``source``, a file an epoch: its epochs."""
+    done = lake.run("ingest", TABLE, "--source", str(lake.cwd / source), "--once", "--json",
+                    "--source-option", "maxFilesPerTrigger=1", *args)  # fmt: skip
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert events[-1]["event"] == "done"
@@ -89,3 +98,24 @@ def test_ingest_on_hdfs_writes_both_stores_exactly_once_with_the_job_state_on_hd
     assert len(read(lake, "--mode", "log", "--consistent", "--from", "earliest")) == len(everything)
     # A table Spark wrote on hdfs:// is a plain Delta table to delta-rs.
     assert DeltaTable(f"{lake.uri}/shop/orders").version() == epochs[-1]["delta_version"]
+
+    # A second job with its checkpoint on HDFS outside the warehouse (--checkpoint hdfs://…): a
+    # checkpoint inside the warehouse is refused first (exit 2, before Spark starts).
+    refused = lake.run("ingest", TABLE, "--source", str(lake.cwd / "in2"), "--once",
+                       "--checkpoint", f"{lake.uri}/shop/cp")  # fmt: skip
+    assert refused.returncode == 2, refused.stderr
+    assert f"it is below the warehouse {lake.uri}" in refused.stderr
+    more = [Change(c.op, {**c.row, "id": c.row["id"] + 100}) for c in changes(30, keys=8, seed=8)]
+    write_files(lake.cwd / "in2", [more])
+    elsewhere = f"{lake.root.removesuffix('/wh')}/ckpt/orders"
+    second = ingest(lake, "in2", "--checkpoint", f"{lake.uri.removesuffix('/wh')}/ckpt/orders")
+    assert [e["epoch"] for e in second] == [0]
+    outside = {s.path for s in lake.client.list_status(elsewhere, True) if not s.isdir}
+    assert any(p.startswith(f"{elsewhere}/offsets/") for p in outside), outside
+    assert f"{elsewhere}/logstore-writer.json" in outside
+    assert sorted(p.name for p in lake.cwd.iterdir()) == ["in", "in2", "state"]  # nothing local
+    want = {k: normalized(v) for k, v in fold(everything + more).items()}
+    assert folded(read(lake, "--mode", "file")) == want
+    log = read(lake, "--mode", "log", "--consistent", "--from", "earliest")
+    assert len(log) == len(everything) + len(more) and folded(log) == want
+    assert lake.ok("verify", TABLE)["equal"] is True

@@ -13,3 +13,4 @@ from tests.e2e.remote_lake import RemoteLake
 class Lake(RemoteLake):
     def __init__(self, server: HdfsServerInfo, hdfs_dir: str, cwd: Path) -> None:
         super().__init__(f"{hdfs_dir}/wh", cwd, namenode=server.uri)
+        self.root = self.path  # the warehouse's path on HDFS, as the ingest suite reads it

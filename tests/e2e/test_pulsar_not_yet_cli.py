@@ -1,7 +1,10 @@
-"""What does not run on a Pulsar table yet (issue 23) says so: ``read --mode
-log``, ``verify``, ``status``'s log tail and ``vacuum`` refuse with exit 2, naming issue 23 and what works,
-never a traceback; the Delta-only forms still run. The CLI as a subprocess; no Pulsar, no Spark
-(each refusal comes before either would start): the table's Delta metadata is written by hand."""
+"""What does not run on a Pulsar table yet (issue 23) says so: ``vacuum`` refuses with exit 2,
+naming issue 23 and what works, never a traceback; so does the Spark engine of ``read --mode log``.
+``read --mode log`` and ``verify`` run (tests/integration/pulsar/test_pulsar_read.py): with no
+Pulsar there they fail with exit 1 saying where it did not answer; ``status`` shows the Delta part
+and says why the log's is missing. The Delta-only forms still run. The CLI as a subprocess; no
+Pulsar, no Spark (each refusal comes before either would start): the table's Delta metadata is
+written by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from logstore_cli.errors import EXIT_INVALID_INPUT
+from logstore_cli.errors import EXIT_FAILURE, EXIT_INVALID_INPUT
 from tests.deltalog import write_table
 from tests.e2e.cli_support import run_cli
 
@@ -31,13 +34,9 @@ def cwd(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("args", "doing", "instead"),
     [
-        (["read", TABLE, "--mode", "log"], "read --mode log", "--mode file"),
-        (["read", TABLE], "read --mode log", "--mode file"),  # the table's read mode is log
-        (["verify", TABLE], "verify", "read --mode file"),
-        (["status", TABLE], "status's log tail and lag", "status --no-topic"),
         (["vacuum", TABLE, "--dry-run"], "vacuum", "hybrid read"),
     ],
-    ids=["read-log", "read-default", "verify", "status", "vacuum"],
+    ids=["vacuum"],
 )
 def test_refused_with_exit_2_naming_issue_23(
     cwd: Path, args: list[str], doing: str, instead: str
@@ -46,7 +45,8 @@ def test_refused_with_exit_2_naming_issue_23(
     assert proc.returncode == EXIT_INVALID_INPUT, proc.stderr
     assert f"error: {doing} does not run on table {TABLE} yet: its log is on Pulsar" in proc.stderr
     assert "(issue 23)" in proc.stderr
-    assert instead in proc.stderr and "alter-table, drop-table and ingest work" in proc.stderr
+    assert instead in proc.stderr
+    assert "drop-table, ingest, status, read and verify work" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
 
 
@@ -60,3 +60,40 @@ def test_the_delta_only_forms_still_run(cwd: Path) -> None:
     described = run_cli("describe", TABLE, "--no-topic", "--json", cwd=cwd)
     assert described.returncode == 0, described.stderr
     assert json.loads(described.stdout)["log_store"]["system"] == "pulsar"
+
+
+def test_the_spark_engine_does_not_read_a_pulsar_log(cwd: Path) -> None:
+    proc = run_cli("read", TABLE, "--mode", "log", "--engine", "spark", "-o", "jsonl", cwd=cwd)
+    assert proc.returncode == EXIT_INVALID_INPUT, proc.stderr
+    assert "only the consumer engine reads" in proc.stderr and "(issue 23)" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["read", TABLE, "--mode", "log", "-o", "jsonl"], ["read", TABLE], ["verify", TABLE]],
+    ids=["read-log", "read-default", "verify"],
+)
+def test_reads_and_verify_run_and_say_where_pulsar_did_not_answer(
+    cwd: Path, args: list[str]
+) -> None:
+    proc = run_cli(*args, "--pulsar-admin-url", "http://127.0.0.1:9", cwd=cwd)
+    assert proc.returncode == EXIT_FAILURE, proc.stderr
+    assert "the Pulsar admin API at http://127.0.0.1:9 is unreachable" in proc.stderr
+    assert "logstore pulsar status" in proc.stderr  # how to check
+    assert "does not run on table" not in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_status_with_pulsar_out_of_reach_reports_the_table_and_says_why(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``status`` reads a Pulsar table's tail from the admin API; with none there (port 9
+    refuses) the Delta part is still shown, exit 0, the failure in ``log.error`` and a warning."""
+    monkeypatch.setenv("LOGSTORE_PULSAR_ADMIN_URL", "http://127.0.0.1:9")
+    proc = run_cli("status", TABLE, "--json", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    log = json.loads(proc.stdout)["log"]
+    assert (log["system"], log["end_offsets_read"]) == ("pulsar", False)
+    assert "127.0.0.1:9" in log["error"] and "warning: log:" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -3,9 +3,10 @@
 and the standard AWS variables alone, each test with its own bucket, and an ``hdfs://`` warehouse
 of the real HDFS (a MiniDFSCluster started once for the run) configured by ``LOGSTORE_WAREHOUSE``
 alone (issue 19): create-table (logstore's own commits), list, describe, alter-table, drop-table,
-status, history, completion, the lease, what needs Spark; on S3 a table with a Kafka log; on HDFS
-a table with real epochs (written locally without Spark, uploaded as it is) on which status,
-history, verify and read say what they say for the local copy."""
+status, history, completion, the lease, what needs Spark, vacuum; on S3 a table with a Kafka log;
+on HDFS optimize, and a table with real epochs (written locally without Spark, uploaded as it is)
+on which status, history, verify and read (the Spark engine's too) say what they say for the local
+copy."""
 
 from __future__ import annotations
 
@@ -23,6 +24,13 @@ from logstore_cli.logformat.wire import EpochId
 from logstore_cli.storage.s3 import S3Settings
 from tests.e2e.cli_support import keyed_table, run_cli
 from tests.e2e.remote_lake import RemoteLake as Lake
+from tests.e2e.remote_maintenance import (
+    check_optimize,
+    check_vacuum,
+    small_files_table,
+    table_with_removed_files,
+)
+from tests.e2e.remote_reads import check_spark_reads
 from tests.plugins.storage_servers import BACKENDS, HDFS_CASE, S3_CASE
 
 # backend: a fresh root on the parameter's server (tests/plugins/storage_servers.py)
@@ -151,11 +159,13 @@ def test_what_needs_spark_exits_2_and_changes_nothing(lake: Lake) -> None:
         "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
     )  # fmt: skip
     assert spark_only.returncode == 2 and "needs Spark" in spark_only.stderr
-    optimized = lake.run("optimize", "shop.orders")  # ingest runs there: test_*_ingest_cli.py
-    assert optimized.returncode == 2
-    assert f"'optimize' does not run on an {lake.backend}:// warehouse yet" in optimized.stderr
-    refused = lake.run("read", "shop.orders", "--mode", "file", "--engine", "spark")
-    assert refused.returncode == 2 and "the Spark engine does not run there" in refused.stderr
+    if lake.backend == "s3":  # on HDFS it runs: test_optimize_on_hdfs_compacts_the_tables_files
+        optimized = lake.run("optimize", "shop.orders")  # ingest runs there: test_s3_ingest_cli.py
+        assert optimized.returncode == 2
+        assert (
+            "'optimize' does not run on an s3:// warehouse: it is a second Spark"
+            in optimized.stderr
+        )
     assert lake.files() == before
 
 
@@ -286,3 +296,43 @@ def test_status_history_verify_and_read_say_what_they_say_for_the_local_copy(
         (code, here), (_, there) = _both(tmp_path, lake, "read", "shop.orders", *args)
         assert code == 0 and there == here, args
         assert len(here.splitlines()) == len(rows), args
+
+
+@hdfs_only
+def test_spark_reads_a_table_on_hdfs(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str, lake: Lake
+) -> None:
+    """read --engine spark on the table's hdfs:// URI: --as-of, --changes, a Parquet snapshot
+    and a hybrid log read to local outputs, as delta-rs and the consumer read it there."""
+    writer = keyed_table(tmp_path, kafka_bootstrap, topic_name, name="shop.orders")
+    try:
+        rows = [{"id": i, "name": f"n{i}"} for i in range(6)]
+        writer.epoch(EpochId("w1", 0, "a-0"), rows[:4])
+        last = writer.epoch(EpochId("w1", 1, "a-1"), rows[4:])
+    finally:
+        writer.close()
+    assert lake.upload(tmp_path / "wh" / "shop" / "orders", f"{WH}/shop/orders") > 0
+    before = lake.files()
+    out = tmp_path / "out"
+    out.mkdir()
+    check_spark_reads(lake.run, out, "shop.orders", rows=len(rows), last=last)
+    assert lake.files() == before  # a read writes nothing to the warehouse
+
+
+@both
+def test_vacuum_deletes_the_removed_files_and_nothing_else(tmp_path: Path, lake: Lake) -> None:
+    assert lake.upload(table_with_removed_files(tmp_path), f"{WH}/shop/orders") > 0
+    lake.put(f"{WH}/shop/orders2/part-0.parquet")
+    lake.put(f"{WH}/shop/ordersx.parquet")
+
+    def files() -> set[str]:  # below the warehouse, relative to it
+        return {k.removeprefix(f"{WH}/") for k in lake.files() if k.startswith(f"{WH}/")}
+
+    check_vacuum(lake.run, tmp_path, files)
+
+
+@hdfs_only
+def test_optimize_on_hdfs_compacts_the_tables_files(tmp_path: Path, lake: Lake) -> None:
+    """A second Spark driver beside an ingest is safe here: HDFSLogStore commits by rename."""
+    assert lake.upload(small_files_table(tmp_path, 3), f"{WH}/shop/orders") > 0
+    check_optimize(lake.run, f"{lake.uri}/shop/orders")

@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from tests.e2e.cli_support import create_tables, run_cli
+from logstore_cli.logformat.wire import EpochId
+from tests.e2e.cli_support import create_tables, keyed_table, run_cli
+from tests.e2e.remote_reads import check_spark_reads
 from tests.e2e.test_s3_tables_cli import Lake
 from tests.integration.jobs.ingest_support import changes, orders_ddl, write_files
 
@@ -139,8 +141,6 @@ def test_status_history_verify_and_read_on_s3_say_what_they_say_for_the_local_co
     copied = lake.run("read", TABLE, "--mode", "file", "-o", f"delta:{tmp_path / 'copy'}")
     assert copied.returncode == 0, copied.stderr
     assert DeltaTable(str(tmp_path / "copy")).to_pyarrow_table().num_rows == rows
-    refused = lake.run("read", TABLE, "--mode", "file", "--engine", "spark")
-    assert refused.returncode == 2 and "the Spark engine does not run there" in refused.stderr
 
     # A write made outside logstore (a DELETE of one data file), then a checkpoint: the log's
     # state now comes from a Parquet checkpoint, read by delta-rs with the storage options.
@@ -169,3 +169,24 @@ def test_status_history_verify_and_read_on_s3_say_what_they_say_for_the_local_co
     assert [c["version"] for c in verified["outside"]] == [deleted]
     # the newest epoch's snapshot (before the outside write), read by delta-rs from the checkpoint
     assert len(same_read(tmp_path, lake, "--from", "snapshot")) == rows
+
+
+def test_spark_reads_a_table_on_s3(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str, lake: Lake
+) -> None:
+    """read --engine spark on the table's s3a:// URI (the session's S3A settings those of ingest):
+    --as-of, --changes, a Parquet snapshot and a hybrid log read to local outputs, as delta-rs
+    and the consumer read it there."""
+    writer = keyed_table(tmp_path, kafka_bootstrap, topic_name, name=TABLE)
+    try:
+        rows = [{"id": i, "name": f"n{i}"} for i in range(6)]
+        writer.epoch(EpochId("w1", 0, "a-0"), rows[:4])
+        last = writer.epoch(EpochId("w1", 1, "a-1"), rows[4:])
+    finally:
+        writer.close()
+    assert upload(lake, tmp_path / "wh" / "shop" / "orders") > 0
+    before = lake.objects()
+    out = tmp_path / "out"
+    out.mkdir()
+    check_spark_reads(lake.run, out, TABLE, rows=len(rows), last=last)
+    assert lake.objects() == before  # a read writes nothing to the warehouse

@@ -316,3 +316,30 @@ def test_a_missing_topic_is_named_before_the_query_starts(pulsar: PulsarInfo) ->
         PulsarLogSink.open(table, target)
     assert f"the Pulsar topic {topic} of table {TABLE} does not exist" in info.value.message
     assert "create-partitioned-topic" in (info.value.hint or "")
+
+
+def test_status_shows_each_partitions_last_id_and_the_messages_after_the_commit(
+    run: Run, pulsar: PulsarInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``status`` on a Pulsar table: the last commit's ids, each partition's last message id and
+    the messages after the commit as the broker counts them (ids are not dense), which are the
+    raw reader's messages after that id: here the markers, the first run's and the rerun's."""
+    from tests import jobrun
+
+    monkeypatch.setenv("LOGSTORE_PULSAR_ADMIN_URL", pulsar.web_url)
+    done = jobrun.cli(run.path.parent, run.path.parents[1], "status", TABLE, "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    log = json.loads(done.stdout)["log"]
+    assert (log["system"], log["end_offsets_read"], log["error"]) == ("pulsar", True, None)
+    committed = max(epochs.epoch_commits(run.path), key=lambda c: c.version).positions
+    expected = []
+    for p in range(PARTITIONS):
+        held = [m for m in run.messages if m.partition == p]
+        since = MessagePosition.parse(str(committed[p]))
+        after = [m for m in held if m.position > since]  # ordered as Pulsar orders ids
+        expected.append({"partition": p, "committed_offset": committed[p],
+                         "end_offset": str(held[-1].position), "after_commit": len(after)})  # fmt: skip
+        assert len(after) == 2  # the last epoch's marker, and the rerun's re-published one
+    assert log["partitions"] == expected
+    plain = jobrun.cli(run.path.parent, run.path.parents[1], "status", TABLE)
+    assert plain.returncode == 0 and "last id" in plain.stdout, plain.stdout + plain.stderr

@@ -89,6 +89,7 @@ def test_the_tail_is_the_end_offsets_minus_the_last_commits_offsets(table: Path)
     d = status(table, topics_with({0: 15, 1: 7, 2: 3}))
     assert d["log"] == {
         "topic": "orders_log",
+        "system": "kafka",
         "end_offsets_read": True,
         "partitions": [
             {"partition": 0, "end_offset": 15, "committed_offset": 10, "after_commit": 5},
@@ -272,3 +273,84 @@ def test_writes_made_outside_logstore_and_not_carried_are_listed(table: Path) ->
     txn = {"txn": {"appId": "delta-outside", "version": deleted + 1, "lastUpdated": T0}}
     commit(table, {"operation": "WRITE", "userMetadata": carry}, txn)
     assert status(table)["outside"]["uncarried"] == []
+
+
+PULSAR_DDL = """
+CREATE TABLE db.orders (id BIGINT NOT NULL, name STRING, PRIMARY KEY (id) NOT ENFORCED)
+WITH ('log-store.enabled' = 'true', 'log-store.type' = 'pulsar',
+      'log-store.address' = 'pulsar://broker:6650', 'log-store.topic' = 'orders',
+      'log.system.partitions' = '2');
+"""
+
+
+class PulsarTails:
+    """A Pulsar topic store's ``log_tail``: what the broker would answer, and what it was asked."""
+
+    def __init__(self, tails: dict[int, tuple[str | None, int | None]] | Exception) -> None:
+        self.tails = tails
+        self.asked: list[dict[int, Any]] = []
+
+    def describe(self, log: Any) -> None:
+        raise AssertionError("a Pulsar tail is not read through describe")
+
+    def end_offsets(self, log: Any) -> dict[int, int]:
+        raise AssertionError("Pulsar message counts are no end offsets")
+
+    def log_tail(
+        self, log: Any, committed: Mapping[int, Any]
+    ) -> dict[int, tuple[str | None, int | None]]:
+        self.asked.append(dict(committed))
+        if isinstance(self.tails, Exception):
+            raise self.tails
+        return self.tails
+
+
+def pulsar_epoch_commit(table: Path, positions: dict[int, str]) -> int:
+    meta = commit_metadata(EpochId("w-1", 0, "a-0"), positions)
+    return commit(table, {"operation": "MERGE", "userMetadata": meta})
+
+
+def test_a_pulsar_tail_is_the_last_ids_and_the_brokers_count_after_the_commit(
+    tmp_path: Path,
+) -> None:
+    table = write_table(tmp_path, PULSAR_DDL)
+    pulsar_epoch_commit(table, {0: "5:9:-1", 1: "5:3:-1"})
+    store = PulsarTails({0: ("5:10:-1", 1), 1: ("6:0:-1", 3)})
+    d = status(table, store)  # type: ignore[arg-type]
+    assert store.asked == [{0: "5:9:-1", 1: "5:3:-1"}]
+    assert d["log"] == {
+        "topic": "persistent://public/default/orders",
+        "system": "pulsar",
+        "end_offsets_read": True,
+        "partitions": [
+            {"partition": 0, "end_offset": "5:10:-1", "committed_offset": "5:9:-1",
+             "after_commit": 1},
+            {"partition": 1, "end_offset": "6:0:-1", "committed_offset": "5:3:-1",
+             "after_commit": 3},
+        ],
+        "error": None,
+    }  # fmt: skip
+
+
+def test_a_pulsar_tail_that_cannot_be_read_leaves_the_committed_ids(tmp_path: Path) -> None:
+    from logstore_cli.errors import BrokerError, TopicNotFoundError
+
+    table = write_table(tmp_path, PULSAR_DDL)
+    pulsar_epoch_commit(table, {0: "5:9:-1"})
+    for failure, said in [
+        (TopicNotFoundError("Pulsar topic 'orders' does not exist"), "topic does not exist"),
+        (BrokerError("cannot reach Pulsar at http://broker:8080"), "cannot reach Pulsar"),
+    ]:
+        d = status(table, PulsarTails(failure))  # type: ignore[arg-type]
+        log = d["log"]
+        assert (log["end_offsets_read"], log["system"]) == (False, "pulsar")
+        assert said in log["error"]
+        assert log["partitions"] == [{"partition": 0, "end_offset": None,
+                                      "committed_offset": "5:9:-1", "after_commit": None}]  # fmt: skip
+        assert any(said in w for w in d["warnings"])
+
+
+def test_a_kafka_only_store_is_no_pulsar_tail(tmp_path: Path) -> None:
+    table = write_table(tmp_path, PULSAR_DDL)
+    d = status(table, topics_with({0: 5}))
+    assert d["log"]["error"] == "this topic store cannot read a Pulsar topic"

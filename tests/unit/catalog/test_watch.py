@@ -16,6 +16,7 @@ from logstore_cli.catalog import watch as samples_mod
 from logstore_cli.catalog.status import CommitCache, table_status
 from logstore_cli.catalog.watch import CommitSample, Rates, commit_rows, rates, samples
 from logstore_cli.errors import LogstoreError
+from logstore_cli.logformat.pulsar_form import ordinal
 from logstore_cli.logformat.wire import EpochId, LogPosition, commit_metadata
 from tests.deltalog import write_table
 from tests.unit.catalog.test_status import DDL, commit, epoch_commit
@@ -71,13 +72,16 @@ def test_pulsar_message_ids_give_rows_but_no_record_count() -> None:
     assert [(s.version, s.rows, s.log_records) for s in found] == [(1, 4, None), (2, 6, None)]
 
 
-def test_an_epoch_commit_gives_kafka_offsets_and_refuses_pulsar_ids_as_offsets() -> None:
+def test_an_epoch_commit_gives_read_positions_for_kafka_offsets_and_pulsar_ids() -> None:
     kafka = epochs.EpochCommit(EpochId("w", 1, "a"), 3, {0: 7}, None)
     assert kafka.offsets == {0: 7}
-    pulsar = epochs.EpochCommit(EpochId("w", 1, "a"), 4, {0: "9:3:-1"}, None)
-    assert pulsar.positions == {0: "9:3:-1"}
-    with pytest.raises(LogstoreError, match="Delta version 4 records Pulsar message ids"):
-        pulsar.offsets  # noqa: B018
+    pulsar = epochs.EpochCommit(EpochId("w", 1, "a"), 4, {0: "9:3:-1", 1: "9:10:-1"}, None)
+    assert pulsar.positions == {0: "9:3:-1", 1: "9:10:-1"}
+    # just after the recorded last message: where a hybrid read goes on
+    assert pulsar.offsets == {0: ordinal(9, 3) + 1, 1: ordinal(9, 10) + 1}
+    bad = epochs.EpochCommit(EpochId("w", 1, "a"), 5, {0: "9:x:-1"}, None)
+    with pytest.raises(LogstoreError, match="Delta version 5 records partition 0 at"):
+        bad.offsets  # noqa: B018
 
 
 def steady(period: float, count: int, rows: int, start: float = 1000.0) -> list[CommitSample]:

@@ -42,3 +42,16 @@ def test_the_tail_note_is_wrapped_whole_without_a_terminal() -> None:
     flat = " ".join(buffer.getvalue().replace("│", " ").split())
     assert " ".join(status.TAIL_NOTE.split()) in flat
     assert all(len(line) <= 200 for line in buffer.getvalue().splitlines())
+
+
+def test_a_pulsar_tail_is_headed_by_message_ids() -> None:
+    d = _status()
+    d["log"] = {**d["log"], "system": "pulsar",
+                "partitions": [{"partition": 0, "committed_offset": "5:9:-1",
+                                "end_offset": "5:10:-1", "after_commit": 1}]}  # fmt: skip
+    buffer = io.StringIO()
+    console = Console(file=buffer, highlight=False, no_color=True, width=200, soft_wrap=True)
+    status._render(console, d)
+    out = buffer.getvalue()
+    assert "committed id" in out and "last id" in out and "end offset" not in out
+    assert "5:9:-1" in out and "5:10:-1" in out

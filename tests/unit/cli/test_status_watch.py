@@ -158,3 +158,20 @@ def test_bad_watch_options_exit_2(
     code = run(["status", "db.orders", "--warehouse", str(tmp_path / "wh"), *args])
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_pulsar_tail_is_shown_as_message_ids() -> None:
+    log = {"topic": "persistent://public/default/orders", "system": "pulsar",
+           "end_offsets_read": True, "error": None,
+           "partitions": [{"partition": 0, "end_offset": "5:10:-1", "committed_offset": "5:9:-1",
+                           "after_commit": 1}]}  # fmt: skip
+    view = watch_view(status_json(log=log), Rates(None, None), 0.0, [])
+    assert view.partition_columns == ("partition", "committed id", "last id", "after commit")
+    assert view.partitions == [("0", "5:9:-1", "5:10:-1", "1")]
+    assert "    partition 0: committed id 5:9:-1, last id 5:10:-1, after commit 1" in render_plain(
+        view
+    )
+    kafka = watch_view(status_json(), Rates(None, None), 0.0, [])
+    assert "    partition 0: committed offset 10, end offset 14, after commit 4" in render_plain(
+        kafka
+    )

@@ -17,11 +17,12 @@ from logstore_cli.catalog.delta_log import spark_path
 from logstore_cli.catalog.lease import Lease
 from logstore_cli.catalog.schema_watch import SchemaChangedError, SchemaWatch
 from logstore_cli.catalog.storage_lease import StorageLease
-from logstore_cli.cli.ingest import checkpoint_location
+from logstore_cli.cli.ingest import check_checkpoint_on_storage, checkpoint_location
 from logstore_cli.errors import InvalidInputError, LogstoreError
 from logstore_cli.ingest.plan import JobPaths
 from logstore_cli.jobs import ingest
 from logstore_cli.jobs.ingest import WRITER_FILE, IngestJob, writer_id
+from logstore_cli.storage.hdfs import HdfsStorage
 from logstore_cli.storage.local import LocalStorage
 from logstore_cli.storage.s3 import S3Storage
 from tests.deltalog import write_table
@@ -163,7 +164,7 @@ def test_a_checkpoint_on_s3_is_named_s3a_for_spark(given: str) -> None:
         ("s3://bucket-2/a/../b", True, "'..'"),
         ("s3://bucket-2/a%2e%2e/b", True, "'%'"),
         ("s3://key:secret@bucket-2/cp", True, "credentials in the URI"),
-        ("hdfs://nn:8020/cp", True, "not supported"),
+        ("hdfs://nn:8020/cp", True, "is on HDFS, which is supported with a warehouse on HDFS only"),
         ("gs://b/cp", True, "not supported"),
     ],
 )
@@ -172,3 +173,59 @@ def test_a_bad_checkpoint_is_input_error(given: str, remote: bool, problem: str)
         checkpoint_location(given, s3_warehouse=remote)
     assert problem in info.value.message
     assert "secret" not in info.value.message
+
+
+@pytest.mark.parametrize("given", ["hdfs://nn:8020/ckpt/orders", "hdfs://nn:8020/ckpt/orders/"])
+def test_a_checkpoint_on_hdfs_with_an_hdfs_warehouse(given: str) -> None:
+    text, uri = checkpoint_location(given, s3_warehouse=False, hdfs_warehouse=True)
+    assert text == "hdfs://nn:8020/ckpt/orders"  # as Spark gets it: Hadoop's own hdfs://
+    assert uri is not None and (uri.host, uri.segments) == ("nn:8020", ("ckpt", "orders"))
+    for bad, problem in [
+        ("hdfs://nn:8020/", "is the file system's root"),
+        ("hdfs://nn:8020/a/../b", "'..'"),
+        ("s3://bucket/cp", "is on S3, which is not supported unless the warehouse is too"),
+    ]:
+        with pytest.raises(InvalidInputError) as info:
+            checkpoint_location(bad, s3_warehouse=False, hdfs_warehouse=True)
+        assert problem in info.value.message, bad
+
+
+class _FakeHdfs:
+    """``hdfs_native.Client.list_status`` over a set of file paths (directories implied)."""
+
+    def __init__(self, files: set[str]) -> None:
+        self.files = files
+
+    def list_status(self, directory: str) -> list[SimpleNamespace]:
+        below = [
+            f.removeprefix(directory + "/") for f in self.files if f.startswith(directory + "/")
+        ]
+        names = {b.split("/", 1)[0]: "/" in b for b in below}
+        return [SimpleNamespace(path=f"{directory}/{n}", isdir=d, modification_time=0)
+                for n, d in sorted(names.items())]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "problem"),
+    [
+        ("wh/cp", "it is below the warehouse hdfs://nn:8020/wh"),
+        ("wh/shop/orders/cp", "it is below the warehouse hdfs://nn:8020/wh"),
+        ("other/t/cp", "hdfs://nn:8020/other/t holds a _delta_log (a Delta table)"),
+        ("other/t/_delta_log/cp", "hdfs://nn:8020/other/t holds a _delta_log (a Delta table)"),
+        ("wh/shop/orders/_logstore/checkpoints/x", None),  # the job's own place
+        ("ckpt/orders", None),
+        ("other/tx/cp", None),  # a sibling of the table, not the table
+    ],
+)
+def test_a_checkpoint_on_hdfs_stays_out_of_tables(checkpoint: str, problem: str | None) -> None:
+    client = _FakeHdfs({"/wh/shop/orders/_delta_log/0.json", "/other/t/_delta_log/0.json"})
+    table = HdfsStorage(client, "nn:8020", ("wh", "shop", "orders"))
+    target = HdfsStorage(client, "nn:8020", tuple(checkpoint.split("/")))
+    job = _job(table, checkpoint=target.uri, storage=target)
+    if problem is None:
+        check_checkpoint_on_storage(job, "own")
+        return
+    with pytest.raises(InvalidInputError) as info:
+        check_checkpoint_on_storage(job, "own")
+    assert problem in info.value.message
+    assert f"--checkpoint {target.uri} is inside a table's files" in info.value.message

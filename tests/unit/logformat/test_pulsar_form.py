@@ -4,6 +4,7 @@ Kafka record; what Pulsar cannot carry faithfully is refused."""
 
 from __future__ import annotations
 
+import itertools
 from decimal import Decimal
 
 import pytest
@@ -22,7 +23,14 @@ from logstore_cli.logformat import (
     encode_change,
     encode_marker,
 )
-from logstore_cli.logformat.pulsar_form import from_pulsar, to_pulsar
+from logstore_cli.logformat.pulsar_form import (
+    after,
+    from_pulsar,
+    message_id,
+    ordinal,
+    position_text,
+    to_pulsar,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -92,3 +100,54 @@ def test_what_pulsar_cannot_carry_is_refused(
 ) -> None:
     with pytest.raises(WireFormatError, match=message):
         to_pulsar(key, value, headers)
+
+
+# -- positions: message ids as ordered integers --------------------------------------------------
+
+ids = st.tuples(
+    st.integers(0, 2**63 - 1), st.integers(0, 2**42), st.integers(-1, 2**19)
+)  # ledger, entry, batch index
+
+
+@given(a=ids, b=ids)
+def test_ordinals_order_as_pulsar_orders_message_ids(
+    a: tuple[int, int, int], b: tuple[int, int, int]
+) -> None:
+    assert (ordinal(*a) < ordinal(*b)) == (a < b)
+    assert (ordinal(*a) == ordinal(*b)) == (a == b)
+
+
+@given(mid=ids)
+def test_an_ordinal_names_its_message_and_the_next_position_is_just_after_it(
+    mid: tuple[int, int, int],
+) -> None:
+    at = ordinal(*mid)
+    assert at % 2 == 0 and at >= 0
+    assert message_id(at) == (*mid, True)  # a read starting here includes the message
+    assert message_id(at + 1) == (*mid, False)  # the decider's offset + 1: just after it
+    assert position_text(at) == ("earliest" if at == 0 else "{}:{}:{}".format(*mid))
+    assert position_text(at + 1) == "after {}:{}:{}".format(*mid)
+    assert after("{}:{}:{}".format(*mid)) == at + 1
+
+
+def test_the_next_message_is_after_the_position_just_after_the_last() -> None:
+    # entries of a ledger, then the next ledger: each "just after" lies before the next message
+    order = [(5, 0, -1), (5, 1, -1), (5, 49_999, -1), (6, 0, -1), (6, 0, 0), (6, 0, 1), (7, 2, -1)]
+    for earlier, later in itertools.pairwise(order):
+        assert ordinal(*earlier) < ordinal(*earlier) + 1 < ordinal(*later)
+
+
+@pytest.mark.parametrize(
+    "mid", [(-1, 0, -1), (1, -1, -1), (1, 2**43, -1), (1, 0, -2), (1, 0, 2**20)]
+)
+def test_ids_out_of_range_are_refused_not_wrapped(mid: tuple[int, int, int]) -> None:
+    with pytest.raises(WireFormatError, match="out of logstore's range"):
+        ordinal(*mid)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "1:2", "1:2:3:4", "a:1:-1", "1: 2:-1", "\uff11:2:-1", "--1:2:-1", "1:2:-1 "]
+)
+def test_a_commit_position_that_is_no_message_id_is_refused(text: str) -> None:
+    with pytest.raises(WireFormatError, match="not a Pulsar message id"):
+        after(text)

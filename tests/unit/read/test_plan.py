@@ -19,7 +19,7 @@ from logstore_cli.logformat.consistency import Emission
 from logstore_cli.logformat.wire import ChangeRecord, EpochId, RowKind, RowSchema
 from logstore_cli.model import TableSpec
 from logstore_cli.read import plan
-from logstore_cli.read.service import build_request
+from logstore_cli.read.service import build_request, warehouse_uri
 
 DDL = """CREATE TABLE db.orders (id BIGINT, name STRING, price DECIMAL(10,2), PRIMARY KEY (id))
 USING delta TBLPROPERTIES ('log-store.enabled'='true', 'log-store.address'='h:9092',
@@ -428,29 +428,49 @@ def _stored_on(tmp_path: Path) -> StoredTableOn:
     return StoredTableOn(TableOnStorage("db", "orders", storage), state, _spec())
 
 
+_ARGS: dict[str, Any] = {
+    "mode": "log", "engine": "auto", "output": plan.OutputSpec("jsonl"), "consistent": False,
+    "consistency": None, "changelog": "all-kinds", "start": None, "follow": False,
+    "limit": None, "checkpoint": None, "as_of": None, "changes": False, "bootstrap": None,
+    "client_properties": {}, "timeout_s": 5.0,
+}  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    "given",
-    [{"mode": "file", "engine": "spark"}, {"engine": "spark"},
-     {"output": plan.OutputSpec("parquet", "/x/out")}],
-    ids=["file with spark", "spark engine", "spark for a path"],
+    ("given", "mode"),
+    [({"mode": "file", "engine": "spark"}, "file"), ({"engine": "spark"}, "log"),
+     ({"output": plan.OutputSpec("parquet", "/x/out")}, "log"),
+     ({"mode": "file", "engine": "spark", "changes": True, "as_of": "1"}, "file")],
+    ids=["file with spark", "spark engine", "spark for a path", "changes with spark"],
 )  # fmt: skip
-def test_a_read_on_object_storage_runs_no_spark(tmp_path: Path, given: dict[str, Any]) -> None:
-    args: dict[str, Any] = {
-        "mode": "log", "engine": "auto", "output": plan.OutputSpec("jsonl"), "consistent": False,
-        "consistency": None, "changelog": "all-kinds", "start": None, "follow": False,
-        "limit": None, "checkpoint": None, "as_of": None, "changes": False, "bootstrap": None,
-        "client_properties": {}, "timeout_s": 5.0,
-    }  # fmt: skip
+def test_a_read_on_object_storage_runs_spark_on_the_tables_uri(
+    tmp_path: Path, given: dict[str, Any], mode: str
+) -> None:
     stored = _stored_on(tmp_path)
-    req = build_request(stored, **args)  # the consumer engine for stdout
+    req = build_request(stored, **_ARGS)  # the consumer engine for stdout
     assert (req.mode, req.engine, req.location) == ("log", "consumer", stored.ref.storage)
-    with pytest.raises(InvalidInputError, match="the Spark engine does not run there yet"):
-        req.path  # noqa: B018  (what Spark would read)
-    with pytest.raises(InvalidInputError, match="the Spark engine does not run there") as info:
-        build_request(stored, **{**args, **given})
-    assert "drop --engine spark" in (info.value.hint or "")
-    local = build_request(_stored(_spec()), **{**args, **given})  # a local table: not refused
-    assert local.path == Path("/w/db/orders")
+    req = build_request(stored, **{**_ARGS, **given})
+    assert (req.mode, req.engine, req.location) == (mode, "spark", stored.ref.storage)
+    assert req.spark_path == str(tmp_path / "w" / "db" / "orders")  # a LocalStorage's root
+    assert req.warehouse == str(tmp_path / "w")  # the data source's "warehouse" option
+    local = build_request(_stored(_spec()), **{**_ARGS, **given})
+    assert (local.spark_path, local.warehouse) == ("/w/db/orders", "/w")
+
+
+@pytest.mark.parametrize("remote", [True, False], ids=["remote table", "local table"])
+@pytest.mark.parametrize("uri", ["s3://b/out", "s3a://b/wh/db/orders2", "hdfs://nn:8020/out"])
+def test_a_delta_or_parquet_output_is_a_local_path(tmp_path: Path, remote: bool, uri: str) -> None:
+    stored = _stored_on(tmp_path) if remote else _stored(_spec())
+    for kind in ("delta", "parquet"):
+        with pytest.raises(InvalidInputError, match="a URI: a read writes") as info:
+            build_request(stored, **{**_ARGS, "output": plan.OutputSpec(kind, uri)})  # type: ignore[arg-type]
+        assert "give a local path" in (info.value.hint or "")
+
+
+def test_the_warehouse_of_a_remote_tables_uri() -> None:
+    assert warehouse_uri("s3://b/lake/wh/shop/orders") == "s3://b/lake/wh"
+    assert warehouse_uri("s3://b/shop/orders") == "s3://b"
+    assert warehouse_uri("hdfs://nn:8020/wh/shop/orders/") == "hdfs://nn:8020/wh"
 
 
 @pytest.mark.parametrize(
@@ -466,3 +486,12 @@ def test_a_file_read_on_object_storage_runs_delta_rs(tmp_path: Path, output: Any
         as_of="3", changes=False, bootstrap=None, client_properties={}, timeout_s=5.0,
     )  # fmt: skip
     assert (req.mode, req.engine, req.location) == ("file", "delta-rs", stored.ref.storage)
+
+
+def test_a_remote_tables_output_stays_out_of_local_delta_tables(tmp_path: Path) -> None:
+    (tmp_path / "other" / "_delta_log").mkdir(parents=True)  # a Delta table on this disk
+    inside = plan.OutputSpec("delta", str(tmp_path / "other" / "copy"))
+    with pytest.raises(InvalidInputError, match="would be written among logstore's tables"):
+        build_request(_stored_on(tmp_path), **{**_ARGS, "output": inside})
+    beside = plan.OutputSpec("parquet", str(tmp_path / "copy.parquet"))
+    assert build_request(_stored_on(tmp_path), **{**_ARGS, "output": beside}).engine == "spark"
