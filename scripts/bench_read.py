@@ -45,9 +45,9 @@ also after an error or Ctrl-C.
 ``--warehouse local,s3,hdfs`` (or the flag repeated) runs the whole benchmark on each warehouse, one
 after the other in one run and one Spark session: the project's own S3 server (versitygw) and HDFS
 (a MiniDFSCluster) are started for the run on loopback, with their data in the run's directory
-(``bench_warehouses.py``). The Spark engine's log read takes a local warehouse only today (its
-data source resolves the table on the driver's disk): on S3 and HDFS its cases are left out, saying
-so. With several warehouses the report has one section each, then each case's median time and
+(``bench_warehouses.py``); the Spark engine's data source is given the warehouse's URI there (its
+following read, a stream, is left out there: it failed on S3 in the first run, not looked into
+yet). With several warehouses the report has one section each, then each case's median time and
 each following read's p99 relative to the local warehouse's (to the first one named without it).
 
 Usage: .venv/bin/python scripts/bench_read.py [--records N] [--partitions P] [--epoch-records E]
@@ -867,11 +867,13 @@ class Reads:
         changes: int,
         markers: int,
         cpu_roots: Mapping[str, int | None],
+        warehouse: str = "",
     ) -> None:
         from logstore_cli.read.consumer import SourceConf
 
         assert table.spec.log_store is not None
         self.table = table
+        self.warehouse = warehouse  # the data source's option: a directory or a URI
         self.bootstrap = bootstrap
         self.topic = table.spec.log_store.topic
         self.spark = spark
@@ -970,17 +972,13 @@ class Reads:
     def spark_read(self) -> tuple[float, float]:
         """``format("logstore")`` at committed, drained to the driver as Arrow."""
         assert self.spark is not None
-        from logstore_cli.catalog.tables import StoredTable
         from logstore_cli.jobs.datasource import register
-
-        # its data source resolves the table on the driver's disk: never asked of S3 or HDFS
-        assert isinstance(self.table, StoredTable), "the spark engine reads a local warehouse"
 
         register(self.spark)
         t0 = time.perf_counter()
         frame = (
             self.spark.read.format("logstore")
-            .option("warehouse", str(self.table.ref.path.parents[1]))
+            .option("warehouse", self.warehouse)
             .option("bootstrap", self.bootstrap)
             .option("consistency", "committed")
             .load(self.table.ref.name)
@@ -1178,11 +1176,13 @@ def measure(
             for kind in opts.warehouses:
                 if len(opts.warehouses) > 1:
                     say(f"warehouse {kind}: {where[kind]}")
-                use_spark = opts.spark and kind == "local"
-                if opts.spark and not use_spark:
+                use_spark = opts.spark
+                # Spark's following read (a stream) failed on S3 in the first run here
+                # (StreamingQueryException, no cause shown): left out off the local disk for now.
+                follow_spark = use_spark and kind == "local"
+                if opts.spark_samples and not follow_spark:
                     say(
-                        f"  the spark engine's cases left out on {kind}: its log read takes a "
-                        "local warehouse only today"
+                        f"  the spark engine's following read is left out on {kind} (it failed on S3 in its first run, not looked into yet)"
                     )
                 tables = Tables(spark, where[kind], bootstrap, opts.partitions)
                 try:
@@ -1192,7 +1192,9 @@ def measure(
                     say(f"filling the topic with {opts.records:,} change records ...")
                     changes, markers, fill_s[kind] = fill(bulk, bootstrap, opts)
                     session = spark if use_spark else None
-                    reads = Reads(bulk, bootstrap, session, changes, markers, cpu_roots)
+                    reads = Reads(
+                        bulk, bootstrap, session, changes, markers, cpu_roots, where[kind]
+                    )
                     cases = [c for c in CASES if use_spark or c != SPARK]
                     say("warm-up: one untimed read of each engine ...")
                     first_read: dict[str, float] = {}
@@ -1209,7 +1211,7 @@ def measure(
                         loads.append(_load())
                     follow = Follow(follow_table, bootstrap, spark, opts)
                     latencies = []
-                    spark_samples = opts.spark_samples if use_spark else 0
+                    spark_samples = opts.spark_samples if follow_spark else 0
                     for engine, samples in ((CONSUMER, opts.samples), (SPARK, spark_samples)):
                         if not samples:
                             continue
