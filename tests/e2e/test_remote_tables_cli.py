@@ -264,18 +264,27 @@ def _both(tmp: Path, lake: Lake, *args: str) -> tuple[Any, Any]:
     return (here.returncode, here.stdout), (there.returncode, there.stdout)
 
 
-@hdfs_only
-def test_status_history_verify_and_read_say_what_they_say_for_the_local_copy(
-    tmp_path: Path, kafka_bootstrap: str, topic_name: str, lake: Lake
-) -> None:
-    writer = keyed_table(tmp_path, kafka_bootstrap, topic_name, name="shop.orders")
+def _uploaded_epochs(
+    tmp: Path, kafka_bootstrap: str, topic_name: str, lake: Lake
+) -> tuple[list[dict[str, Any]], int]:
+    """A keyed table with two epochs written locally without Spark, uploaded as it is to the
+    lake's shop.orders: its rows and the Delta version of its last epoch."""
+    writer = keyed_table(tmp, kafka_bootstrap, topic_name, name="shop.orders")
     try:
-        rows = [{"id": i, "name": f"n{i}"} for i in range(6)]
+        rows: list[dict[str, Any]] = [{"id": i, "name": f"n{i}"} for i in range(6)]
         writer.epoch(EpochId("w1", 0, "a-0"), rows[:4])
         last = writer.epoch(EpochId("w1", 1, "a-1"), rows[4:])
     finally:
         writer.close()
-    assert lake.upload(tmp_path / "wh" / "shop" / "orders", f"{WH}/shop/orders") > 0
+    assert lake.upload(tmp / "wh" / "shop" / "orders", f"{WH}/shop/orders") > 0
+    return rows, last
+
+
+@hdfs_only
+def test_status_history_verify_and_read_say_what_they_say_for_the_local_copy(
+    tmp_path: Path, kafka_bootstrap: str, topic_name: str, lake: Lake
+) -> None:
+    rows, last = _uploaded_epochs(tmp_path, kafka_bootstrap, topic_name, lake)
 
     (_, here), (_, there) = _both(tmp_path, lake, "status", "shop.orders")
     local, remote = json.loads(here), json.loads(there)
@@ -304,14 +313,7 @@ def test_spark_reads_a_table_on_hdfs(
 ) -> None:
     """read --engine spark on the table's hdfs:// URI: --as-of, --changes, a Parquet snapshot
     and a hybrid log read to local outputs, as delta-rs and the consumer read it there."""
-    writer = keyed_table(tmp_path, kafka_bootstrap, topic_name, name="shop.orders")
-    try:
-        rows = [{"id": i, "name": f"n{i}"} for i in range(6)]
-        writer.epoch(EpochId("w1", 0, "a-0"), rows[:4])
-        last = writer.epoch(EpochId("w1", 1, "a-1"), rows[4:])
-    finally:
-        writer.close()
-    assert lake.upload(tmp_path / "wh" / "shop" / "orders", f"{WH}/shop/orders") > 0
+    rows, last = _uploaded_epochs(tmp_path, kafka_bootstrap, topic_name, lake)
     before = lake.files()
     out = tmp_path / "out"
     out.mkdir()
