@@ -27,6 +27,7 @@ pytest_plugins = [
     # s3_server, hdfs_server (session, lazy): versitygw, a MiniDFSCluster; s3_bucket, hdfs_dir
     "tests.plugins.storage_servers",
     "tests.plugins.pulsar_standalone",  # pulsar (session, lazy): a Pulsar standalone
+    "tests.plugins.backends",  # backend: a warehouse on local disk, S3 and HDFS in turn
 ]
 
 TESTS = Path(__file__).parent

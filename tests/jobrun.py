@@ -96,7 +96,7 @@ def epoch_events(out: str) -> list[dict[str, Any]]:
     return [e for e in events if e.get("event") == "epoch"]
 
 
-def cli(cwd: Path, warehouse: Path, *args: str, timeout: float = JOB_TIMEOUT_S) -> CLIResult:
+def cli(cwd: Path, warehouse: Path | str, *args: str, timeout: float = JOB_TIMEOUT_S) -> CLIResult:
     """``logstore ARGS`` on ``warehouse``, run to its end (a command that should not hang)."""
     return subprocess.run(
         [sys.executable, "-m", "logstore_cli", *args],

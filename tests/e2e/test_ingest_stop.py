@@ -11,7 +11,9 @@ ingest job's life.
 | mid-epoch | the pause hook holds epoch 0 after its records went to the log | epoch 0 finishes (commit + markers), exit 130, "after epoch 0", verify equal |
 
 The bug these catch: a stop that came while the job started was swallowed, and the job ran for
-minutes (179 epochs) until a second Ctrl-C. Each run ends within ``EXIT_DEADLINE_S`` of its signal
+minutes (179 epochs) until a second Ctrl-C. The last two moments run on an ``s3://`` warehouse too
+(the S3 server: Spark's checkpoint, the Delta table and the lease there, released by a conditional
+put; the table read through the storage seam). Each run ends within ``EXIT_DEADLINE_S`` of its signal
 or the test fails; the time it took is printed, not asserted (it is a load-dependent figure).
 """
 
@@ -23,15 +25,21 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from logstore_cli.catalog.lease import read_lease
+from logstore_cli.catalog import epochs
+from logstore_cli.catalog.delta_log import TableLocation
+from logstore_cli.ingest.plan import STATE_DIR
 from logstore_cli.jobs.ingest import PAUSE_AT_ENV, PAUSE_FILE_ENV
-from tests.e2e.cli_support import Writer, keyed_table, run_cli
+from tests import jobrun
+from tests.backends import LOCAL, S3, Backend
+from tests.e2e.cli_support import keyed_ddl
 from tests.e2e.test_interrupt import _alive, _cmdline, _descendants
+from tests.plugins.backends import open_backend
 
 pytestmark = pytest.mark.stop
 
@@ -39,13 +47,30 @@ START_DEADLINE_S = 240.0  # a JVM and a streaming query start slowly on a loaded
 EXIT_DEADLINE_S = 300.0  # after the signal: an epoch in flight finishes first (a minute at load 10)
 
 
+@dataclass(frozen=True)
+class Table:
+    """``db.orders`` (``keyed_ddl``) and its topic of two partitions, on ``backend``."""
+
+    backend: Backend
+    table: TableLocation  # its directory, or its ``Storage`` on a remote warehouse
+    bootstrap: str
+    topic: str
+
+    def has(self, relative: str) -> bool:
+        """Whether the table holds ``relative`` (a file, or a non-empty directory or prefix)."""
+        if isinstance(self.table, Path):
+            return (self.table / relative).exists()
+        listing = self.table.list(relative)
+        return self.table.exists(relative) or bool(listing.files or listing.dirs)
+
+
 class Job:
     """One ``logstore ingest`` run in its own session (process group), as a shell would start it."""
 
-    def __init__(self, tmp: Path, writer: Writer, source: Path, pause: str | None) -> None:
+    def __init__(self, tmp: Path, writer: Table, source: Path, pause: str | None) -> None:
         self.tmp, self.writer, self.source = tmp, writer, source
         self.pause_file = tmp / "paused"
-        env = {**os.environ, "LOGSTORE_WAREHOUSE": str(tmp / "wh"),
+        env = {**os.environ, "LOGSTORE_WAREHOUSE": writer.backend.uri,
                "LOGSTORE_STATE_DIR": str(tmp / "state")}  # fmt: skip
         env.pop("LOGSTORE_CONFIG", None)
         if pause is not None:
@@ -58,9 +83,9 @@ class Job:
         )  # fmt: skip
         self.started: set[int] = set()
 
-    @property
-    def checkpoint(self) -> Path:
-        return self.writer.table / "_logstore" / "checkpoints" / "ingest"
+    def checkpoint_has(self, relative: str = "") -> bool:
+        """Whether the job's default checkpoint (beside the table) holds ``relative``."""
+        return self.writer.has(f"{STATE_DIR}/checkpoints/ingest{'/' if relative else ''}{relative}")
 
     def jvms(self) -> set[int]:
         self.started |= _descendants(self.proc.pid)
@@ -111,10 +136,19 @@ class Job:
 
 
 @pytest.fixture
-def table(tmp_path: Path, kafka_bootstrap: str, topic_name: str) -> Iterator[Writer]:
-    writer = keyed_table(tmp_path, kafka_bootstrap, topic_name)
-    yield writer
-    writer.close()
+def table(
+    request: pytest.FixtureRequest, tmp_path: Path, kafka_bootstrap: str, topic_name: str
+) -> Table:
+    """The table on a local warehouse, or on the backend its test gives (``indirect``)."""
+    backend = open_backend(request, getattr(request, "param", "local"), tmp_path)
+    ddl = keyed_ddl("db.orders", topic_name, kafka_bootstrap)
+    location = backend.create(ddl, kafka_bootstrap, topic_name, 2)
+    return Table(backend, location, kafka_bootstrap, topic_name)
+
+
+# The moments whose run on S3 adds what a local run cannot show: Spark's checkpoint and an epoch's
+# commit on s3a://, and the lease released by a conditional put.
+ON_S3 = pytest.mark.parametrize("table", [LOCAL, S3], indirect=True)
 
 
 def _events(out: str, kind: str) -> list[dict[str, object]]:
@@ -131,8 +165,8 @@ def _source(tmp: Path, rows: int) -> Path:
     return src
 
 
-def _delta_versions(table: Path) -> int:
-    return len(list((table / "_delta_log").glob("*.json")))
+def _delta_versions(table: TableLocation) -> int:
+    return len(epochs.commit_versions(table))
 
 
 def _assert_interrupted(err: str, code: int, signum: int, said: str) -> None:
@@ -146,7 +180,7 @@ def _assert_interrupted(err: str, code: int, signum: int, said: str) -> None:
 
 def _assert_nothing_written(job: Job, versions_before: int) -> None:
     assert _delta_versions(job.writer.table) == versions_before  # no epoch committed
-    assert read_lease(job.writer.table) is None  # released
+    assert job.writer.backend.lease() is None  # released
     ends = _end_offsets(job)
     assert ends == {0: 0, 1: 0}, ends  # no record, no marker
 
@@ -170,7 +204,7 @@ SIGNALS = [pytest.param(signal.SIGINT, id="SIGINT"), pytest.param(signal.SIGTERM
 
 @pytest.mark.parametrize("signum", SIGNALS)
 def test_a_stop_before_spark_starts_ends_the_job_at_once(
-    tmp_path: Path, table: Writer, signum: int
+    tmp_path: Path, table: Table, signum: int
 ) -> None:
     before = _delta_versions(table.table)
     job = Job(tmp_path, table, _source(tmp_path, 10), pause="before-spark")
@@ -180,7 +214,7 @@ def test_a_stop_before_spark_starts_ends_the_job_at_once(
         out, err, _ = job.stop(signum)  # the pause file stays: the signal alone must end it
         _assert_interrupted(err, job.proc.returncode, signum, "before Spark started")
         assert not job.started, "a process was started after the stop"
-        assert not job.checkpoint.exists()
+        assert not job.checkpoint_has()
         _assert_nothing_written(job, before)
         assert _events(out, "epoch") == []
     finally:
@@ -189,7 +223,7 @@ def test_a_stop_before_spark_starts_ends_the_job_at_once(
 
 @pytest.mark.parametrize("signum", SIGNALS)
 def test_a_stop_while_the_jvm_starts_ends_the_job_without_an_epoch(
-    tmp_path: Path, table: Writer, signum: int
+    tmp_path: Path, table: Table, signum: int
 ) -> None:
     before = _delta_versions(table.table)
     job = Job(tmp_path, table, _source(tmp_path, 10), pause=None)
@@ -210,7 +244,7 @@ def test_a_stop_while_the_jvm_starts_ends_the_job_without_an_epoch(
 
 
 def test_a_stop_after_spark_started_and_before_the_query_starts_runs_no_epoch(
-    tmp_path: Path, table: Writer
+    tmp_path: Path, table: Table
 ) -> None:
     before = _delta_versions(table.table)
     job = Job(tmp_path, table, _source(tmp_path, 10), pause="before-query")
@@ -220,21 +254,22 @@ def test_a_stop_after_spark_started_and_before_the_query_starts_runs_no_epoch(
         _assert_interrupted(err, job.proc.returncode, signal.SIGTERM, "before the query started")
         assert _events(out, "start") == [] and _events(out, "epoch") == []
         _wait_jvms_gone(job)
-        assert not (job.checkpoint / "offsets").exists()  # the query never started
+        assert not job.checkpoint_has("offsets")  # the query never started
         # The start-up rule ran (no epoch commit to re-publish on a new table): nothing in the log.
         _assert_nothing_written(job, before)
     finally:
         job.close()
 
 
+@ON_S3
 @pytest.mark.parametrize("signum", SIGNALS)
 def test_a_stop_once_the_query_runs_and_before_its_first_epoch_commits_nothing(
-    tmp_path: Path, table: Writer, signum: int
+    tmp_path: Path, table: Table, signum: int
 ) -> None:
     before = _delta_versions(table.table)
     job = Job(tmp_path, table, _source(tmp_path, 0), pause=None)  # empty: no epoch can begin
     try:
-        job.wait_for((job.checkpoint / "metadata").exists, "the query to start")
+        job.wait_for(lambda: job.checkpoint_has("metadata"), "the query to start")
         out, err, _ = job.stop(signum)
         _assert_interrupted(err, job.proc.returncode, signum, "before the first epoch")
         assert len(_events(out, "start")) == 1 and _events(out, "epoch") == []
@@ -244,7 +279,8 @@ def test_a_stop_once_the_query_runs_and_before_its_first_epoch_commits_nothing(
         job.close()
 
 
-def test_sigterm_mid_epoch_finishes_the_epoch_then_stops(tmp_path: Path, table: Writer) -> None:
+@ON_S3
+def test_sigterm_mid_epoch_finishes_the_epoch_then_stops(tmp_path: Path, table: Table) -> None:
     before = _delta_versions(table.table)
     job = Job(tmp_path, table, _source(tmp_path, 25), pause="after-log:0")
     try:
@@ -255,7 +291,7 @@ def test_sigterm_mid_epoch_finishes_the_epoch_then_stops(tmp_path: Path, table: 
         epochs = _events(out, "epoch")
         assert [(e["epoch"], e["rows"]) for e in epochs] == [(0, 25)], out
         assert _delta_versions(table.table) == before + 1  # epoch 0, whole
-        verify = run_cli("verify", "db.orders", "--json", cwd=tmp_path)
+        verify = jobrun.cli(tmp_path, table.backend.uri, "verify", "db.orders", "--json")
         assert verify.returncode == 0, verify.stdout + verify.stderr
         assert json.loads(verify.stdout)["equal"] is True
     finally:

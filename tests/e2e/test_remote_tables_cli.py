@@ -1,5 +1,5 @@
 """The commands that run on a remote warehouse, end to end through the CLI, one suite for both
-(``backend``): an ``s3://`` warehouse of the real S3 server configured by ``LOGSTORE_WAREHOUSE``
+(``remote_root``): an ``s3://`` warehouse of the real S3 server configured by ``LOGSTORE_WAREHOUSE``
 and the standard AWS variables alone, each test with its own bucket, and an ``hdfs://`` warehouse
 of the real HDFS (a MiniDFSCluster started once for the run) configured by ``LOGSTORE_WAREHOUSE``
 alone (issue 19): create-table (logstore's own commits), list, describe, alter-table, drop-table,
@@ -31,12 +31,12 @@ from tests.e2e.remote_maintenance import (
     table_with_removed_files,
 )
 from tests.e2e.remote_reads import check_spark_reads
-from tests.plugins.storage_servers import BACKENDS, HDFS_CASE, S3_CASE
+from tests.plugins.storage_servers import HDFS_CASE, REMOTE, S3_CASE
 
-# backend: a fresh root on the parameter's server (tests/plugins/storage_servers.py)
-both = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
-s3_only = pytest.mark.parametrize("backend", [S3_CASE], indirect=True)
-hdfs_only = pytest.mark.parametrize("backend", [HDFS_CASE], indirect=True)
+# remote_root: a fresh root on the parameter's server (tests/plugins/storage_servers.py)
+both = pytest.mark.parametrize("remote_root", REMOTE, indirect=True)
+s3_only = pytest.mark.parametrize("remote_root", [S3_CASE], indirect=True)
+hdfs_only = pytest.mark.parametrize("remote_root", [HDFS_CASE], indirect=True)
 
 DDL = (
     "CREATE TABLE shop.orders (id BIGINT NOT NULL, qty INT, PRIMARY KEY (id) NOT ENFORCED) "
@@ -47,11 +47,11 @@ WH = "lake/wh"  # the warehouse, below the backend's root (a bucket, a directory
 
 
 @pytest.fixture
-def lake(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Lake:
-    if backend.startswith("s3://"):
-        return Lake(backend, tmp_path, warehouse=WH, aws=request.getfixturevalue("s3_env"))
+def lake(remote_root: str, tmp_path: Path, request: pytest.FixtureRequest) -> Lake:
+    if remote_root.startswith("s3://"):
+        return Lake(remote_root, tmp_path, warehouse=WH, aws=request.getfixturevalue("s3_env"))
     namenode: str = request.getfixturevalue("hdfs_server").uri
-    return Lake(backend, tmp_path, warehouse=WH, namenode=namenode)
+    return Lake(remote_root, tmp_path, warehouse=WH, namenode=namenode)
 
 
 @both

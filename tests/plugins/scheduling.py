@@ -19,11 +19,6 @@ A lazily started server is stopped after the last test that uses it (``stop_afte
 not at the end of the session: on two cores, idle JVMs (three Kafka nodes, a Spark cluster, a
 Pulsar standalone) would otherwise take CPU from every test after them. Its users are one group,
 run in order on one worker, so no test after the last one asks for it.
-
-A test parametrized by ``backend`` (``BACKEND_PARAM``: one suite run against S3 and HDFS, its
-server fixture reached through ``request.getfixturevalue``) uses the server of its parameter
-(``BACKEND_SERVERS``), and is scheduled alone, by its id, in that server's group: the S3 cases of
-a module run with the other S3 tests and its HDFS cases with the HDFS ones, not all in one group.
 """
 
 from __future__ import annotations
@@ -50,14 +45,18 @@ SERVER_GROUPS = {
     "hdfs_server": "hdfs",
     "authz_broker": "authz-broker",
 }
-# A test parametrized by this name uses the server fixture of its value (see the docstring).
-BACKEND_PARAM = "backend"
-BACKEND_SERVERS = {"s3": "s3_server", "hdfs": "hdfs_server"}
 # Where the workers leave the module -> group map for the controller's scheduler (a harness
 # variable: the isolation plugin keeps LOGSTORE_TEST_*, and logstore never reads it).
 GROUPS_FILE_ENV = "LOGSTORE_TEST_GROUPS_FILE"
 # A marker -> its group: one shared resource of the machine.
 MARKER_GROUPS = {"terminal": "terminal", "flink": "flink"}
+# A marker -> the server fixture a test so marked uses: a test parametrized over backends asks for
+# the server of its parameter at run time (``request.getfixturevalue``), which its fixture names,
+# computed at collection, cannot show; its mark (``pytest.param(..., marks=pytest.mark.s3)``) does.
+# Such a case is a unit of its own (its node id), not its module's: it joins its server's group and
+# the module's other cases stay apart, so a module parametrized over S3 and HDFS does not tie the
+# two servers' groups (and the module's local cases) into one worker's share.
+MARKER_SERVERS = {"s3": "s3_server", "hdfs": "hdfs_server"}
 # Markers of the groups that run first: the longest units of work.
 HEAVY_MARKERS = frozenset({"crash", "fault", "stop", "demo", "flink", "terminal", *SERVER_GROUPS})
 
@@ -66,26 +65,28 @@ def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
-def _backend_server(item: pytest.Item) -> str | None:
-    """The server fixture a ``backend``-parametrized test reaches through its parameter."""
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    return BACKEND_SERVERS.get(str(params.get(BACKEND_PARAM)))
+def _marked_servers(item: pytest.Item) -> set[str]:
+    """The server fixtures ``item`` uses by its own marks (its parameter's or its function's, not
+    its module's: a module marked ``hdfs`` may start its own server) and not by its fixture
+    names."""
+    own = getattr(item, "own_markers", ())
+    marked = {MARKER_SERVERS[m.name] for m in own if m.name in MARKER_SERVERS}
+    return marked - set(getattr(item, "fixturenames", ()))
 
 
-def _scope(item: pytest.Item) -> str:
-    """What is scheduled as one: the module; a ``backend``-parametrized test alone (by its id)."""
-    return item.nodeid if _backend_server(item) else _module(item)
+def _unit(item: pytest.Item) -> str:
+    """What is scheduled as one: the test's module, or the test alone when only its marks say
+    which server it uses (see ``MARKER_SERVERS``)."""
+    return item.nodeid if _marked_servers(item) else _module(item)
 
 
-def servers(item: pytest.Item) -> set[str]:
-    """The server fixtures (``SERVER_GROUPS``) a test uses, directly or through its backend."""
-    found = SERVER_GROUPS.keys() & set(getattr(item, "fixturenames", ()))
-    backend = _backend_server(item)
-    return found | {backend} if backend else found
+def _servers(item: pytest.Item) -> set[str]:
+    """The server fixtures ``item`` uses: by its fixture names, or by its marks."""
+    return (SERVER_GROUPS.keys() & set(getattr(item, "fixturenames", ()))) | _marked_servers(item)
 
 
 def _resources(item: pytest.Item) -> set[str]:
-    names = {SERVER_GROUPS[f] for f in servers(item)}
+    names = {SERVER_GROUPS[f] for f in _servers(item)}
     names |= {MARKER_GROUPS[m.name] for m in item.iter_markers() if m.name in MARKER_GROUPS}
     return names
 
@@ -93,12 +94,12 @@ def _resources(item: pytest.Item) -> set[str]:
 def _heavy(item: pytest.Item) -> bool:
     if any(m.name in HEAVY_MARKERS for m in item.iter_markers()):
         return True
-    return bool(servers(item))
+    return bool(_servers(item))
 
 
 def module_groups(items: Iterable[pytest.Item]) -> dict[str, str]:
-    """Each module (or a ``backend``-parametrized test's id) -> its group: modules sharing a
-    resource joined (union-find over modules)."""
+    """Each unit (a module, or a test placed by its marks: ``_unit``) -> its group: units sharing a
+    resource joined (union-find over units)."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -114,7 +115,7 @@ def module_groups(items: Iterable[pytest.Item]) -> dict[str, str]:
             parent[max(ra, rb)] = min(ra, rb)
 
     for item in items:
-        module = _scope(item)
+        module = _unit(item)
         find(module)
         for resource in _resources(item):
             union(module, "@" + resource)  # '@' sorts first: a resource names its group
@@ -156,7 +157,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # The final order (after any plugin's reordering or deselection): the order tests run in.
     _last_user.clear()
     for item in session.items:
-        for fixture in servers(item):
+        for fixture in _servers(item):
             _last_user[fixture] = item
 
 
@@ -173,16 +174,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     unit = Path(str(config.rootpath)) / "tests" / "unit"
     tier: dict[str, int] = {}
     for item in items:
-        group = groups[_scope(item)]
+        group = groups[_unit(item)]
         if _heavy(item):
             heavy.add(group)
         is_unit = unit in Path(str(item.path)).parents
         tier[group] = min(tier.get(group, 2), 2 if is_unit else 1)
     for group in heavy:
         tier[group] = 0
-    first_seen = {g: i for i, g in reversed(list(enumerate(groups[_scope(t)] for t in items)))}
+    first_seen = {g: i for i, g in reversed(list(enumerate(groups[_unit(t)] for t in items)))}
     # A stable sort: a group's tests together, in their own order.
-    items.sort(key=lambda t: (tier[groups[_scope(t)]], first_seen[groups[_scope(t)]]))
+    items.sort(key=lambda t: (tier[groups[_unit(t)]], first_seen[groups[_unit(t)]]))
     target = os.environ.get(GROUPS_FILE_ENV)
     if target and hasattr(config, "workerinput"):  # an xdist worker: tell the controller
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target))
@@ -222,9 +223,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                         self._groups = dict(json.load(fh))
                 except (OSError, ValueError):  # no map: each module its own unit
                     self._groups = {}
+            if nodeid in self._groups:  # a test placed by its marks (``_unit``)
+                return self._groups[nodeid]
             module = nodeid.split("::", 1)[0]
-            # a backend-parametrized test by its id (see _scope), any other by its module
-            return self._groups.get(nodeid) or self._groups.get(module, module)
+            return self._groups.get(module, module)
 
     config.option.loadscopereorder = False
     return GroupScheduling(config, log)

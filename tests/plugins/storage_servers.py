@@ -9,10 +9,11 @@ minicluster jars come from Maven Central into the jar cache the first time (``sc
 start`` does the same). A build or start that fails fails the tests (never skips them): a green run
 must mean the real server was exercised.
 
-One suite for both servers: ``@pytest.mark.parametrize("backend", BACKENDS, indirect=True)`` (or
-``[S3_CASE]``, ``[HDFS_CASE]``) gives its tests a fresh root on each server (``backend``), with
-the markers of each (``-m s3``, ``-m hdfs``); ``scheduling`` groups each case with its server's
-other tests.
+One suite for both servers: ``@pytest.mark.parametrize("remote_root", REMOTE, indirect=True)``
+(or ``[S3_CASE]``, ``[HDFS_CASE]``) gives its tests a fresh root on each server (``remote_root``),
+with the marks of each (``-m s3``, ``-m hdfs``; ``scheduling`` groups each case with its server's
+other tests by them). ``tests/plugins/backends.py``'s ``backend`` is a warehouse on local disk,
+S3 and HDFS for the job tests.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ Info = TypeVar("Info")
 
 S3_CASE = pytest.param("s3", marks=pytest.mark.s3, id="s3")
 HDFS_CASE = pytest.param("hdfs", marks=[pytest.mark.integration, pytest.mark.hdfs], id="hdfs")
-BACKENDS = [S3_CASE, HDFS_CASE]
+REMOTE = [S3_CASE, HDFS_CASE]
 
 
 def _serve(
@@ -106,7 +107,7 @@ def hdfs_dir(hdfs_server: HdfsServerInfo) -> str:
 
 
 @pytest.fixture
-def backend(request: pytest.FixtureRequest) -> str:
+def remote_root(request: pytest.FixtureRequest) -> str:
     """A fresh root on the parameter's server: ``s3://<new bucket>`` (its ``AWS_*`` set, as
     ``s3_env`` does) or ``hdfs://127.0.0.1:PORT/t-<random>``."""
     if request.param == "s3":

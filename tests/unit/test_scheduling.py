@@ -8,12 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.scheduling import module_groups, servers
-
-
-@dataclass
-class FakeCallSpec:
-    params: dict[str, object]
+from tests.plugins.scheduling import module_groups
 
 
 @dataclass
@@ -21,10 +16,13 @@ class FakeItem:
     nodeid: str
     fixturenames: tuple[str, ...] = ()
     markers: tuple[str, ...] = field(default=())
-    callspec: FakeCallSpec | None = None
 
     def iter_markers(self) -> Any:
         return [getattr(pytest.mark, name).mark for name in self.markers]
+
+    @property
+    def own_markers(self) -> Any:  # the fake's marks are its own (a parameter's, a function's)
+        return self.iter_markers()
 
 
 def test_modules_sharing_a_server_are_one_group_and_the_rest_their_own() -> None:
@@ -57,31 +55,22 @@ def test_a_module_using_two_servers_joins_their_groups() -> None:
     assert set(groups.values()) == {"pulsar+s3"}
 
 
-def test_backend_parametrized_tests_join_the_group_of_their_server_one_by_one() -> None:
-    """One module run against S3 and HDFS (``backend``): its S3 cases are in the S3 group, its
-    HDFS cases in the HDFS group, scheduled by id; its other tests stay with their module."""
-
-    def case(name: str, backend: str) -> FakeItem:
-        return FakeItem(f"tests/lease.py::{name}[{backend}]", ("backend", "request"),
-                        (backend,), FakeCallSpec({"backend": backend}))  # fmt: skip
-
+def test_a_case_marked_with_a_server_joins_its_group_alone_without_naming_its_fixture() -> None:
+    """A backend parametrization asks for its server at run time: its mark places the case, by
+    itself, in its server's group; the module's other cases stay out of that group, and one
+    module's S3 and HDFS cases do not join the two servers' groups."""
     items = [
-        FakeItem("tests/a.py::t1", ("s3_bucket", "s3_server")),
-        FakeItem("tests/h.py::t1", ("hdfs_dir", "hdfs_server")),
-        case("t1", "s3"),
-        case("t1", "hdfs"),
-        case("t2", "s3"),
-        FakeItem("tests/lease.py::plain"),
-        FakeItem("tests/lease.py::other[x]", ("backend",), (), FakeCallSpec({"backend": "x"})),
+        FakeItem("tests/a.py::t1", ("s3_server",)),
+        FakeItem("tests/b.py::t[local]", ("backend",)),
+        FakeItem("tests/b.py::t[s3]", ("backend",), ("s3",)),
+        FakeItem("tests/b.py::t[hdfs]", ("backend",), ("hdfs",)),
+        FakeItem("tests/c.py::t1", ("hdfs_server",), ("hdfs",)),
     ]
     groups = module_groups(items)  # type: ignore[arg-type]
     assert groups == {
         "tests/a.py": "s3",
-        "tests/h.py": "hdfs",
-        "tests/lease.py::t1[s3]": "s3",
-        "tests/lease.py::t2[s3]": "s3",
-        "tests/lease.py::t1[hdfs]": "hdfs",
-        "tests/lease.py": "tests/lease.py",  # plain, and a backend that is no server's
+        "tests/b.py": "tests/b.py",
+        "tests/b.py::t[s3]": "s3",
+        "tests/b.py::t[hdfs]": "hdfs",
+        "tests/c.py": "hdfs",
     }
-    assert servers(items[3]) == {"hdfs_server"}  # type: ignore[arg-type]
-    assert servers(items[1]) == {"hdfs_server"} and not servers(items[5])  # type: ignore[arg-type]

@@ -20,7 +20,8 @@ from deltalake import DeltaTable
 
 from logstore_cli import config as cfg
 from logstore_cli.catalog import epochs
-from logstore_cli.catalog.tables import StoredTable, load_table
+from logstore_cli.catalog.delta_log import TableLocation, delta_rs_args
+from logstore_cli.catalog.tables import StoredTable, StoredTableOn, load_table, load_table_on
 from logstore_cli.ddl import ParseOptions, parse_ddl
 from logstore_cli.logformat.consistency import decide_partitions
 from logstore_cli.logformat.wire import (
@@ -40,7 +41,8 @@ from logstore_cli.provision.service import Stores
 from logstore_cli.read.consumer import LogSource, SourceConf
 from logstore_cli.read.plan import OutputSpec
 from logstore_cli.read.service import ReadRequest, build_request, read_with_consumer
-from logstore_cli.read.verify import verify_table
+from logstore_cli.read.verify import location, verify_table
+from logstore_cli.storage import Storage
 from tests import jobrun
 
 if TYPE_CHECKING:
@@ -173,9 +175,11 @@ def normalized(row: Mapping[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def delta_state(path: Path) -> dict[int, dict[str, Any]]:
-    """The table read back by delta-rs (not Spark), by key."""
-    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+def delta_state(path: TableLocation) -> dict[int, dict[str, Any]]:
+    """The table read back by delta-rs (not Spark), by key; on a remote backend with the seam's
+    storage options."""
+    uri, options = delta_rs_args(path)
+    rows = DeltaTable(uri, storage_options=options).to_pyarrow_table().to_pylist()
     by_key = {int(r["id"]): normalized(r) for r in rows}
     assert len(by_key) == len(rows), "a key appears twice in the Delta table"
     return by_key
@@ -221,7 +225,7 @@ def read_log(bootstrap: str, topic: str, timeout_s: float = 30.0) -> list[LogRec
         consumer.close()
 
 
-def check_protocol(table: TableSpec, path: Path, log: list[LogRecord]) -> dict[str, Any]:
+def check_protocol(table: TableSpec, path: TableLocation, log: list[LogRecord]) -> dict[str, Any]:
     """The invariants of a double-written table; returns counts for the caller's own checks.
 
     - every change record carries the five headers, in order;
@@ -296,7 +300,11 @@ class ListSink:
 
 
 def log_read_request(
-    stored: StoredTable, level: str, *, follow: bool = False, timeout_s: float = 15.0
+    stored: StoredTable | StoredTableOn,
+    level: str,
+    *,
+    follow: bool = False,
+    timeout_s: float = 15.0,
 ) -> ReadRequest:
     """``logstore read TABLE --mode log --consistency LEVEL --from earliest -o jsonl``, checked as
     the CLI checks it (the consumer engine)."""
@@ -333,19 +341,23 @@ def assert_offsets_once_in_order(
         last[partition] = offset
 
 
-def assert_log_reads_equal_delta(warehouse: Path, name: str) -> dict[str, int]:
+def assert_log_reads_equal_delta(warehouse: Path | Storage, name: str) -> dict[str, int]:
     """Read the table's whole log as ``logstore read --mode log`` does (``read_with_consumer``),
     at the ``committed`` and at the ``eventual`` level: each, folded by key, equals the Delta table
     read by delta-rs; the committed read emits each record once, in offset order; and ``verify``
     (its Python API) finds the log equal to Delta. Returns the rows and retractions each read
     emitted."""
-    stored = load_table(warehouse, name)
+    stored: StoredTable | StoredTableOn = (
+        load_table(warehouse, name)
+        if isinstance(warehouse, Path)
+        else load_table_on(warehouse, name)
+    )
     assert stored.spec.log_store is not None
     log = stored.spec.log_store
     conf = SourceConf(log.address, {}, log.topic, timeout_s=15.0)
     with LogSource(conf, RowSchema.of(stored.spec)) as source:
         verified = verify_table(stored, source)
-    expected = delta_state(stored.ref.path)
+    expected = delta_state(location(stored))
     assert verified.equal, verified.to_json()
     assert verified.diff is not None and verified.diff.delta_rows == len(expected), verified
     counts: dict[str, int] = {}

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from logstore_cli.catalog import epochs
+from logstore_cli.catalog.delta_log import TableLocation
 from logstore_cli.catalog.lease import Lease, read_lease
 from logstore_cli.catalog.tables import load_table
 from logstore_cli.jobs.ingest import KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_FILE_ENV
@@ -32,6 +33,7 @@ from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.logformat.wire import CommitMarker, Fence, TxnState, decode, parse_fence_metadata
 from logstore_cli.read.service import read_with_consumer
 from tests import jobrun
+from tests.backends import Backend
 from tests.deltalog import write_table
 
 from .ingest_support import (
@@ -62,7 +64,7 @@ def _table(warehouse: Path, bootstrap: str, topic: str) -> Path:
 
 
 def _ingest(
-    warehouse: Path,
+    warehouse: Path | str,
     source: Path,
     tmp: Path,
     job: str,
@@ -195,7 +197,7 @@ def _shifted(batch: list[Change], by: int) -> list[Change]:
     return [Change(c.op, {**c.row, "id": c.row["id"] + by}) for c in batch]
 
 
-def _fence_commits(path: Path) -> list[tuple[int, Fence]]:
+def _fence_commits(path: TableLocation) -> list[tuple[int, Fence]]:
     found = []
     for version in epochs.commit_versions(path):
         info = epochs.commit_info(path, version) or {}
@@ -207,15 +209,22 @@ def _fence_commits(path: Path) -> list[tuple[int, Fence]]:
 
 
 def test_a_writer_paused_past_its_ttl_before_its_commit_is_fenced_by_the_job_that_took_over(
-    tmp_path: Path, kafka_bootstrap: str, topic_name: str
+    backend: Backend, tmp_path: Path, kafka_bootstrap: str, topic_name: str
 ) -> None:
     """The gap a lease check leaves: job A checks its lease, is stopped (SIGSTOP) right before its
     Delta commit until its lease ran out; job B (another checkpoint: another writer) takes the table
     over, fences A's writer in Delta, commits and ends; A continued with SIGCONT gets no epoch into
     Delta: it stops as fenced (exit 1, no markers), and the stores agree. A's checkpoint run again
-    takes its fence down and ingests the rest of its source exactly once."""
-    warehouse = tmp_path / "wh"
-    path = _table(warehouse, kafka_bootstrap, topic_name)
+    takes its fence down and ingests the rest of its source exactly once.
+
+    On every backend (``backend``): the lease is a ``flock``ed file locally and conditional writes
+    on S3 and HDFS, and Delta's log store differs (S3's is single-driver: B has ended before A goes
+    on, so A's commit meets B's versions already written, never a write racing its own)."""
+    warehouse = backend.uri
+    path = backend.create(
+        orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=3),
+        kafka_bootstrap, topic_name, 3,
+    )  # fmt: skip
     a_batches = [changes(60, keys=20, seed=s) for s in (21, 22)]
     b_batches = [_shifted(changes(60, keys=20, seed=23), 1000)]
     write_files(tmp_path / "in-a", a_batches)
@@ -229,14 +238,14 @@ def test_a_writer_paused_past_its_ttl_before_its_commit_is_fenced_by_the_job_tha
     try:
         jobrun.wait_paused(proc, pause)  # epoch 0 committed; epoch 1 checked its lease
         os.killpg(proc.pid, signal.SIGSTOP)  # no renewal any more: the lease runs out
-        held = read_lease(path)
+        held = backend.lease()
         assert held is not None and held.job == "job-a" and held.writer is not None
         writer_a = held.writer
         deadline = time.monotonic() + 60
         while not held.expired(time.time()):
             assert time.monotonic() < deadline, "the stopped job's lease did not expire"
             time.sleep(0.2)  # polling the expiry, with a deadline
-            held = read_lease(path) or held
+            held = backend.lease() or held
         pause.unlink()  # A goes on to its commit as soon as it runs again
         code_b, _, err_b = jobrun.finish(
             _ingest(warehouse, tmp_path / "in-b", tmp_path, "job-b", extra=[("--lease-ttl", ttl)])
@@ -269,11 +278,11 @@ def test_a_writer_paused_past_its_ttl_before_its_commit_is_fenced_by_the_job_tha
         b_commits[0].epoch.writer,
     }
     assert (writer_a, 1) not in _markers(kafka_bootstrap, topic_name)
-    table = load_table(warehouse, "shop.orders").spec
+    table = backend.load().spec
     check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
     # A committed read folds to Delta and names A's epoch 1 fenced, not open. (An eventual read
     # shows its records until A runs again: its new attempt of the epoch then retracts them.)
-    stored = load_table(warehouse, "shop.orders")
+    stored = backend.load()
     sink = ListSink()
     summary = read_with_consumer(log_read_request(stored, "committed"), sink)
     assert fold_changes(sink.changes) == delta_state(path)
@@ -295,7 +304,7 @@ def test_a_writer_paused_past_its_ttl_before_its_commit_is_fenced_by_the_job_tha
     a_epochs = [c.epoch.epoch for c in epochs.epoch_commits(path) if c.epoch.writer == writer_a]
     assert sorted(a_epochs) == [0, 1]
     check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
-    assert_log_reads_equal_delta(warehouse, "shop.orders")
+    assert_log_reads_equal_delta(backend.warehouse, "shop.orders")
     assert delta_state(path) == {
         k: normalized(r)
         for k, r in {**fold([c for b in a_batches for c in b]), **fold(b_batches[0])}.items()

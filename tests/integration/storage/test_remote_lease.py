@@ -1,4 +1,4 @@
-"""``StorageLease`` against the real servers, one suite for both (``backend``): on S3 taken with
+"""``StorageLease`` against the real servers, one suite for both (``remote_root``): on S3 taken with
 ``If-None-Match: *``, taken over, renewed and released with ``If-Match``; on HDFS (a
 MiniDFSCluster) taken with a create-if-absent (a rename without overwrite), taken over, renewed
 and released with a replace-if-unchanged (the next generation renamed without overwrite,
@@ -21,16 +21,18 @@ from logstore_cli.storage import Storage, open_storage
 from logstore_cli.storage.hdfs import HdfsStorage, generation_name
 from logstore_cli.storage.s3 import S3Storage
 from tests import lease_contract as contract
-from tests.plugins.storage_servers import BACKENDS
+from tests.plugins.storage_servers import REMOTE
 
 STORAGE: dict[str, type[Storage]] = {"s3": S3Storage, "hdfs": HdfsStorage}
-pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)  # backend: a fresh root
+pytestmark = pytest.mark.parametrize(
+    "remote_root", REMOTE, indirect=True
+)  # remote_root: a fresh root
 
 
 @pytest.fixture
-def warehouse(backend: str, request: pytest.FixtureRequest) -> Storage:
-    found = open_storage(f"{backend}/wh")
-    assert isinstance(found, STORAGE[request.node.callspec.params["backend"]])
+def warehouse(remote_root: str, request: pytest.FixtureRequest) -> Storage:
+    found = open_storage(f"{remote_root}/wh")
+    assert isinstance(found, STORAGE[request.node.callspec.params["remote_root"]])
     return found
 
 
@@ -77,12 +79,12 @@ def test_something_else_is_not_a_lease(table: Storage) -> None:
     contract.check_something_else_is_not_taken_for_a_lease(table)
 
 
-def test_the_lease_is_one_object_or_file_under_the_table(table: Storage, backend: str) -> None:
+def test_the_lease_is_one_object_or_file_under_the_table(table: Storage, remote_root: str) -> None:
     """S3: taken, one object below the table's ``_logstore``. HDFS: taken, renewed and released,
     one file there (the generation of the last write), nothing else."""
     lease = contract.take(table, contract.FakeClock())
     if isinstance(table, S3Storage):
-        bucket = backend.removeprefix("s3://")
+        bucket = remote_root.removeprefix("s3://")
         keys = [o["Key"] for o in table._client.list_objects_v2(Bucket=bucket)["Contents"]]
         assert keys == ["wh/db/t/_logstore/lease.json"]
         return
@@ -108,10 +110,10 @@ def _acquire_in_process(uri: str, job: str, start: Any, done: Any, results: Any)
 
 
 @pytest.mark.parametrize("trial", range(2))
-def test_racing_processes_have_one_winner(backend: str, trial: int) -> None:
+def test_racing_processes_have_one_winner(remote_root: str, trial: int) -> None:
     """Jobs are processes (each its own client and connections), not threads of one."""
     n = 4
-    uri = f"{backend}/wh/db/t{trial}"
+    uri = f"{remote_root}/wh/db/t{trial}"
     mp = multiprocessing.get_context("spawn")
     start, done, results = mp.Barrier(n), mp.Barrier(n), mp.Queue()
     procs = [
@@ -153,11 +155,11 @@ def _hold_and_check(uri: str, ttl_s: float, events: Any) -> None:
         events.put(("error", repr(exc)))
 
 
-def test_a_holder_paused_past_its_ttl_has_lost_the_lease(backend: str) -> None:
+def test_a_holder_paused_past_its_ttl_has_lost_the_lease(remote_root: str) -> None:
     """Writer A is stopped (SIGSTOP) past its TTL, B takes the lease over, A is continued: A's next
     check fails, its renewal is refused (another version is stored), and B's lease is untouched."""
     ttl_s = 2.0
-    uri = f"{backend}/wh/db/paused"
+    uri = f"{remote_root}/wh/db/paused"
     mp = multiprocessing.get_context("spawn")
     events = mp.Queue()
     a = mp.Process(target=_hold_and_check, args=(uri, ttl_s, events))
