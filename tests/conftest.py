@@ -24,9 +24,9 @@ pytest_plugins = [
     "tests.plugins.kafka_cluster",  # kafka_cluster (session, lazy): three KRaft nodes, for faults
     "tests.plugins.spark_session",  # spark (session): local Spark with Delta
     "tests.plugins.spark_cluster",  # spark_standalone (session): a master and 2 workers
-    "tests.plugins.s3_server",  # s3_server (session, lazy): versitygw; s3_bucket: one per test
+    # s3_server, hdfs_server (session, lazy): versitygw, a MiniDFSCluster; s3_bucket, hdfs_dir
+    "tests.plugins.storage_servers",
     "tests.plugins.pulsar_standalone",  # pulsar (session, lazy): a Pulsar standalone
-    "tests.plugins.hdfs_server",  # hdfs_server (session, lazy): a MiniDFSCluster; hdfs_dir
     "tests.plugins.backends",  # backend: a warehouse on local disk, S3 and HDFS in turn
 ]
 

@@ -1,5 +1,5 @@
 """``StorageLease`` (conditional writes, no ``flock``) on ``LocalStorage``; the same checks run
-against the real S3 server in tests/integration/storage/test_s3_lease.py."""
+against the real S3 server in tests/integration/storage/test_remote_lease.py."""
 
 from __future__ import annotations
 

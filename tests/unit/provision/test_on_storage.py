@@ -1,6 +1,6 @@
 """provision/on_storage.py on a LocalStorage warehouse with in-memory topics: the same order as a
 local warehouse (refusals before any change), what needs Spark refused with exit 2 and nothing
-written, the topic undone when the Delta create fails. The S3 runs are tests/e2e/test_s3_tables_cli.py."""
+written, the topic undone when the Delta create fails. The S3 runs are tests/e2e/test_remote_tables_cli.py."""
 
 from __future__ import annotations
 

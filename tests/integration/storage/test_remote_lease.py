@@ -1,6 +1,9 @@
-"""``StorageLease`` against the real S3 server: taken with ``If-None-Match: *``, taken over, renewed
-and released with ``If-Match``; of 8 racing jobs (threads) or 4 (processes) exactly one wins, every
-trial."""
+"""``StorageLease`` against the real servers, one suite for both (``remote_root``): on S3 taken with
+``If-None-Match: *``, taken over, renewed and released with ``If-Match``; on HDFS (a
+MiniDFSCluster) taken with a create-if-absent (a rename without overwrite), taken over, renewed
+and released with a replace-if-unchanged (the next generation renamed without overwrite,
+``storage/hdfs.py``). Of 8 racing jobs (threads) or 4 (processes) exactly one wins, every trial; a
+holder paused past its TTL has lost the lease."""
 
 from __future__ import annotations
 
@@ -14,73 +17,90 @@ import pytest
 
 from logstore_cli.catalog.lease import LeaseHeldError, LeaseLostError
 from logstore_cli.catalog.storage_lease import StorageLease, read_stored_lease
-from logstore_cli.storage import open_storage
+from logstore_cli.storage import Storage, open_storage
+from logstore_cli.storage.hdfs import HdfsStorage, generation_name
 from logstore_cli.storage.s3 import S3Storage
 from tests import lease_contract as contract
+from tests.plugins.storage_servers import REMOTE
 
-pytestmark = pytest.mark.s3
+STORAGE: dict[str, type[Storage]] = {"s3": S3Storage, "hdfs": HdfsStorage}
+pytestmark = pytest.mark.parametrize(
+    "remote_root", REMOTE, indirect=True
+)  # remote_root: a fresh root
 
 
 @pytest.fixture
-def warehouse(s3_bucket: str) -> S3Storage:
-    found = open_storage(f"s3://{s3_bucket}/wh")
-    assert isinstance(found, S3Storage)
+def warehouse(remote_root: str, request: pytest.FixtureRequest) -> Storage:
+    found = open_storage(f"{remote_root}/wh")
+    assert isinstance(found, STORAGE[request.node.callspec.params["remote_root"]])
     return found
 
 
 @pytest.fixture
-def table(warehouse: S3Storage) -> S3Storage:
+def table(warehouse: Storage) -> Storage:
     found = warehouse.child("db/t")
-    assert isinstance(found, S3Storage)
+    assert isinstance(found, type(warehouse))
     return found
 
 
-def test_racers_have_one_winner(warehouse: S3Storage) -> None:
+def test_racers_have_one_winner(warehouse: Storage) -> None:
     contract.check_racers_have_one_winner(warehouse, trials=10)
 
 
-def test_live_refused_expired_taken_over(table: S3Storage) -> None:
+def test_live_refused_expired_taken_over(table: Storage) -> None:
     contract.check_a_live_lease_is_refused_and_an_expired_one_taken_over(table)
 
 
-def test_a_stale_holder_cannot_renew_check_or_release(table: S3Storage) -> None:
+def test_a_stale_holder_cannot_renew_check_or_release(table: Storage) -> None:
     contract.check_a_stale_holder_cannot_renew_check_or_release(table)
 
 
-def test_the_fencing_token_grows(table: S3Storage) -> None:
+def test_the_fencing_token_grows(table: Storage) -> None:
     contract.check_the_fencing_token_grows_and_the_writers_to_fence_pass_on(table)
 
 
-def test_renewal(table: S3Storage) -> None:
+def test_renewal(table: Storage) -> None:
     contract.check_renewal_extends_and_an_untaken_expired_lease_renews(table)
 
 
-def test_release_then_reacquire(table: S3Storage) -> None:
+def test_release_then_reacquire(table: Storage) -> None:
     contract.check_release_then_reacquire(table)
 
 
-def test_a_dead_local_holder_is_taken_over(table: S3Storage) -> None:
+def test_a_dead_local_holder_is_taken_over(table: Storage) -> None:
     contract.check_a_dead_local_holder_is_taken_over_at_once(table)
 
 
-def test_keep_alive(table: S3Storage) -> None:
+def test_keep_alive(table: Storage) -> None:
     contract.check_keep_alive_renews_until_release(table)
 
 
-def test_something_else_is_not_a_lease(table: S3Storage) -> None:
+def test_something_else_is_not_a_lease(table: Storage) -> None:
     contract.check_something_else_is_not_taken_for_a_lease(table)
 
 
-def test_the_lease_object_is_under_the_table(table: S3Storage, s3_bucket: str) -> None:
-    contract.take(table, contract.FakeClock())
-    keys = [o["Key"] for o in table._client.list_objects_v2(Bucket=s3_bucket)["Contents"]]
-    assert keys == ["wh/db/t/_logstore/lease.json"]
+def test_the_lease_is_one_object_or_file_under_the_table(table: Storage, remote_root: str) -> None:
+    """S3: taken, one object below the table's ``_logstore``. HDFS: taken, renewed and released,
+    one file there (the generation of the last write), nothing else."""
+    lease = contract.take(table, contract.FakeClock())
+    if isinstance(table, S3Storage):
+        bucket = remote_root.removeprefix("s3://")
+        keys = [o["Key"] for o in table._client.list_objects_v2(Bucket=bucket)["Contents"]]
+        assert keys == ["wh/db/t/_logstore/lease.json"]
+        return
+    assert isinstance(table, HdfsStorage)
+    lease.renew()
+    lease.release()
+    client: Any = table._client
+    files = [s.path for s in client.list_status(table.path, True) if not s.isdir]
+    assert files == [f"{table.path}/_logstore/{generation_name('lease.json', 2)}"]
 
 
 def _acquire_in_process(uri: str, job: str, start: Any, done: Any, results: Any) -> None:
     start.wait()
     try:
-        StorageLease.acquire(open_storage(uri), job, contract.TTL)  # the AWS_* of the parent
+        # its own client and connections (S3: the AWS_* of the parent)
+        StorageLease.acquire(open_storage(uri), job, contract.TTL)
         results.put("won")
     except LeaseHeldError:
         results.put("held")
@@ -90,10 +110,10 @@ def _acquire_in_process(uri: str, job: str, start: Any, done: Any, results: Any)
 
 
 @pytest.mark.parametrize("trial", range(2))
-def test_racing_processes_have_one_winner(s3_bucket: str, trial: int) -> None:
+def test_racing_processes_have_one_winner(remote_root: str, trial: int) -> None:
     """Jobs are processes (each its own client and connections), not threads of one."""
     n = 4
-    uri = f"s3://{s3_bucket}/wh/db/t{trial}"
+    uri = f"{remote_root}/wh/db/t{trial}"
     mp = multiprocessing.get_context("spawn")
     start, done, results = mp.Barrier(n), mp.Barrier(n), mp.Queue()
     procs = [
@@ -135,11 +155,11 @@ def _hold_and_check(uri: str, ttl_s: float, events: Any) -> None:
         events.put(("error", repr(exc)))
 
 
-def test_a_holder_paused_past_its_ttl_has_lost_the_lease(s3_bucket: str) -> None:
+def test_a_holder_paused_past_its_ttl_has_lost_the_lease(remote_root: str) -> None:
     """Writer A is stopped (SIGSTOP) past its TTL, B takes the lease over, A is continued: A's next
     check fails, its renewal is refused (another version is stored), and B's lease is untouched."""
     ttl_s = 2.0
-    uri = f"s3://{s3_bucket}/wh/db/paused"
+    uri = f"{remote_root}/wh/db/paused"
     mp = multiprocessing.get_context("spawn")
     events = mp.Queue()
     a = mp.Process(target=_hold_and_check, args=(uri, ttl_s, events))
