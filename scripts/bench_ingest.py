@@ -25,9 +25,18 @@ Without ``--bootstrap`` a single-node KRaft broker is started for the run. Every
 creates (broker data, warehouse, Spark's files) lives in one temporary directory, removed at the
 end, also after an error or Ctrl-C (once: after the epoch in flight; twice: at once; exit 130).
 
+``--warehouse local,s3,hdfs`` (or the flag repeated) measures the same modes on each warehouse,
+one after the other in one run and one Spark session: a local directory, the project's own S3
+server (versitygw, ``storage/s3_server.py``) or HDFS (a MiniDFSCluster, ``storage/hdfs_server.py``),
+each started for the run on loopback with its data in the run's directory, and stopped at its end.
+With several, the report has one section per warehouse and the median of each mode relative to
+the local one's (to the first warehouse named when local is not among them).
+
 Usage: .venv/bin/python scripts/bench_ingest.py [--changes N] [--keys K] [--rounds R]
-       [--partitions P] [--warmup N] [--bootstrap HOST:PORT] [--json]
-Exit 0 when double-write / file-only <= 1.15, 1 when above, 2 for bad arguments.
+       [--partitions P] [--warmup N] [--bootstrap HOST:PORT] [--warehouse local|s3|hdfs,...]
+       [--json]
+Exit 0 when double-write / file-only <= 1.15 on every warehouse, 1 when above, 2 for bad
+arguments.
 """
 
 from __future__ import annotations
@@ -49,6 +58,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling: bench_warehouses
+from bench_warehouses import base_warehouse, named_once, started, warehouse_kinds
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -82,6 +94,7 @@ class Options:
     warmup: int
     bootstrap: str | None
     json: bool
+    warehouses: tuple[str, ...] = ("local",)
 
 
 def _positive(text: str) -> int:
@@ -124,6 +137,15 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     ap.add_argument(
         "--bootstrap", help="an existing broker (default: start one for the run)", default=None
     )
+    ap.add_argument(
+        "--warehouse",
+        type=warehouse_kinds,
+        action="append",
+        default=None,
+        help="where the tables live: local, s3, hdfs (servers started for the run); several "
+        "(comma-separated or repeated) are measured one after the other, with ratios to local "
+        "(default: local)",
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ns = ap.parse_args(argv)
     if ns.bootstrap is not None and not ns.bootstrap.strip():
@@ -136,6 +158,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         warmup=ns.changes if ns.warmup is None else min(ns.warmup, ns.changes),
         bootstrap=ns.bootstrap,
         json=ns.json,
+        warehouses=named_once(ns.warehouse),
     )
 
 
@@ -280,6 +303,65 @@ def report_json(result: Result, facts: Mapping[str, object]) -> dict[str, Any]:
     }
 
 
+def ratios(results: Mapping[str, Result]) -> dict[str, dict[str, float]]:
+    """Each warehouse's median of each mode over the base warehouse's (``base_warehouse``)."""
+    base = {m.mode: m.median_s for m in results[base_warehouse(list(results))].modes}
+    return {
+        kind: {
+            m.mode: m.median_s / base[m.mode] if base.get(m.mode) else float("inf")
+            for m in result.modes
+            if m.mode in base
+        }
+        for kind, result in results.items()
+    }
+
+
+def format_reports(
+    results: Mapping[str, Result], facts: Mapping[str, object], where: Mapping[str, str]
+) -> str:
+    """One warehouse: its report as ever. Several: a section each, then the ratios' table."""
+    if len(results) == 1:
+        ((kind, result),) = results.items()
+        return format_report(result, {**facts, "warehouse": f"{kind}: {where[kind]}"})
+    lines = [f"{k}: {v}" for k, v in facts.items()]
+    for kind, result in results.items():
+        lines += ["", f"== warehouse {kind}: {where[kind]}", format_report(result, {})]
+    base = base_warehouse(list(results))
+    kinds = list(results)
+    lines += [
+        "",
+        f"median seconds relative to {base}",
+        f"{'mode':14}" + "".join(f" {k:>7}" for k in kinds),
+    ]
+    table = ratios(results)
+    for mode in MODES:
+        if all(mode in table[k] for k in kinds):
+            lines.append(f"{mode:14}" + "".join(f" {table[k][mode]:7.2f}" for k in kinds))
+    return "\n".join(lines)
+
+
+def reports_json(
+    results: Mapping[str, Result], facts: Mapping[str, object], where: Mapping[str, str]
+) -> dict[str, Any]:
+    """One warehouse: its object as ever (with ``warehouse``). Several: one per warehouse, and
+    the ratios of each mode's median to the base warehouse's."""
+    if len(results) == 1:
+        ((kind, result),) = results.items()
+        return report_json(result, {**facts, "warehouse": kind, "warehouse_uri": where[kind]})
+    return {
+        **facts,
+        "warehouses": {
+            kind: {"uri": where[kind], **report_json(result, {})}
+            for kind, result in results.items()
+        },
+        "ratio_base": base_warehouse(list(results)),
+        "ratios": {
+            kind: {mode: round(r, 3) for mode, r in by_mode.items()}
+            for kind, by_mode in ratios(results).items()
+        },
+    }
+
+
 # -- the machine ----------------------------------------------------------------------------------
 
 
@@ -402,8 +484,9 @@ def _broker(opts: Options, root: Path) -> Iterator[tuple[str, int | None]]:
 
 
 @contextlib.contextmanager
-def _spark(root: Path) -> Iterator[SparkSession]:
+def _spark(root: Path, s3: bool = False) -> Iterator[SparkSession]:
     from logstore_cli.jobs.spark import SparkSettings, build_session
+    from logstore_cli.storage.s3 import S3Settings
 
     spark = build_session(
         SparkSettings(
@@ -411,6 +494,8 @@ def _spark(root: Path) -> Iterator[SparkSession]:
             work_dir=root / "spark",
             # Spark's scratch space (shuffle, cached blocks) under the run's directory too
             conf={"spark.local.dir": str(root / "spark-local")},
+            # the s3a:// connector, reaching the run's S3 server (its AWS_* variables)
+            s3=S3Settings.from_env() if s3 else None,
         )
     )
     try:
@@ -446,25 +531,27 @@ class Bench:
     def __init__(
         self,
         spark: SparkSession,
-        root: Path,
+        warehouse: str,
         bootstrap: str,
         opts: Options,
         stop: StopOnCtrlC,
         broker_pid: int | None,
+        prefix: str = "",
     ) -> None:
         from pyspark import SparkContext
 
         from logstore_cli import config as cfg
 
         self.spark = spark
-        self.warehouse = root / "warehouse"
+        self.warehouse = warehouse  # a local directory, or an s3:// or hdfs:// URI
+        self.prefix = prefix  # of the tables and topics: one broker serves every warehouse
         self.bootstrap = bootstrap
         self.opts = opts
         self.stop = stop
         jvm = getattr(SparkContext._gateway, "proc", None)  # the JVM PySpark launched
         self.cpu_roots = {"spark": getattr(jvm, "pid", None), "broker": broker_pid}
         self.kafka = cfg.KafkaConfig(bootstrap_servers=bootstrap, timeout_s=KAFKA_TIMEOUT_S)
-        self.config = cfg.Config(warehouse=str(self.warehouse), kafka=self.kafka)
+        self.config = cfg.Config(warehouse=self.warehouse, kafka=self.kafka)
         self.tables = 0
         self.spec = self._spec("bench.spec", "bench-spec")  # the model of every bench table
         self._records: dict[int, list[Encoded]] = {}
@@ -492,13 +579,20 @@ class Bench:
         from logstore_cli.provision.service import Stores
 
         self.tables += 1
-        name, topic = f"bench.t{self.tables:03d}", f"bench-t{self.tables:03d}"
-        spec = self._spec(name, topic)
+        name = f"bench.{self.prefix}t{self.tables:03d}"
+        spec = self._spec(name, f"bench-{self.prefix}t{self.tables:03d}")
         topics = KafkaTopicStore(self.kafka)
         try:
-            spark = self.spark
-            stores = Stores(SparkDeltaStore(self.warehouse, lambda: spark), topics)
-            service.create_tables([spec], self.warehouse, stores)
+            if self.config.remote_warehouse:  # as create-table does there: no Spark
+                from logstore_cli.provision.on_storage import create_tables_on
+                from logstore_cli.storage import open_storage
+
+                create_tables_on([spec], open_storage(self.warehouse), topics)
+            else:
+                spark = self.spark
+                local = Path(self.warehouse)
+                stores = Stores(SparkDeltaStore(local, lambda: spark), topics)
+                service.create_tables([spec], local, stores)
         finally:
             topics.close()
         return spec
@@ -577,7 +671,7 @@ class Bench:
 
         records = self.records(changes)
         self.tables += 1
-        topic = f"bench-raw-{self.tables:03d}"
+        topic = f"bench-{self.prefix}raw-{self.tables:03d}"
         admin = KafkaAdmin(self.bootstrap, {}, timeout_s=KAFKA_TIMEOUT_S)
         try:
             admin.create_topic(topic, self.opts.partitions, 1)
@@ -613,7 +707,10 @@ class Bench:
         return self.raw(changes, round_no) if mode == RAW else self.ingest(mode, changes, round_no)
 
 
-def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str, object]]:
+def measure(
+    opts: Options, say: Callable[[str], None]
+) -> tuple[dict[str, Result], dict[str, object], dict[str, str]]:
+    """Each warehouse's result (in the order named), the run's facts, and where each one was."""
     from logstore_cli.jobs.ingest import GENERATE_ONCE_BATCH, stop_on_ctrl_c
 
     root = Path(tempfile.mkdtemp(prefix="logstore-bench-ingest-"))
@@ -621,24 +718,32 @@ def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str
     try:
         with (
             _broker(opts, root) as (bootstrap, broker_pid),
-            _spark(root) as spark,
+            started(opts.warehouses, root) as where,
+            _spark(root, s3="s3" in where) as spark,
             # after the Spark start, which installs its own handler
             stop_on_ctrl_c(say, quiet_second=True) as stop,
         ):
-            bench = Bench(spark, root, bootstrap, opts, stop, broker_pid)
-            say(f"encoding the {opts.changes:,} changes for the raw producer (untimed) ...")
-            records = len(bench.records(opts.changes))
-            if opts.warmup:
-                say(f"warm-up: {opts.warmup:,} changes in each mode (untimed) ...")
-                for mode in MODES:
-                    bench.run(mode, opts.warmup, -1)
-            runs = []
-            for r in range(opts.rounds):
-                for mode in round_order(r):
-                    run = bench.run(mode, opts.changes, r)
-                    say(f"round {r + 1}/{opts.rounds} {mode}: {run.seconds:.2f} s")
-                    runs.append(run)
-                loads.append(_load())
+            results: dict[str, Result] = {}
+            records = 0
+            for kind in opts.warehouses:
+                prefix = "" if len(opts.warehouses) == 1 else f"{kind}_"
+                bench = Bench(spark, where[kind], bootstrap, opts, stop, broker_pid, prefix)
+                if len(opts.warehouses) > 1:
+                    say(f"warehouse {kind}: {where[kind]}")
+                say(f"encoding the {opts.changes:,} changes for the raw producer (untimed) ...")
+                records = len(bench.records(opts.changes))
+                if opts.warmup:
+                    say(f"warm-up: {opts.warmup:,} changes in each mode (untimed) ...")
+                    for mode in MODES:
+                        bench.run(mode, opts.warmup, -1)
+                runs = []
+                for r in range(opts.rounds):
+                    for mode in round_order(r):
+                        run = bench.run(mode, opts.changes, r)
+                        say(f"{kind} round {r + 1}/{opts.rounds} {mode}: {run.seconds:.2f} s")
+                        runs.append(run)
+                    loads.append(_load())
+                results[kind] = summarize(runs)
             facts = {
                 "changes": opts.changes,
                 "records": records,
@@ -651,7 +756,7 @@ def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str
                 **machine_facts(opts.bootstrap is None),
                 "load_average": " | ".join(loads),
             }
-            return summarize(runs), facts
+            return results, facts, where
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -665,7 +770,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from logstore_cli.errors import LogstoreError
 
     try:
-        result, facts = measure(opts, say)
+        results, facts, where = measure(opts, say)
     except KeyboardInterrupt:
         say("interrupted")
         return 130
@@ -676,10 +781,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"error: {exc}")
         return 1
     if opts.json:
-        print(json.dumps(report_json(result, facts)))
+        print(json.dumps(reports_json(results, facts, where)))
     else:
-        print(format_report(result, facts))
-    return 0 if result.within_target else 1
+        print(format_reports(results, facts, where))
+    return 0 if all(r.within_target for r in results.values()) else 1
 
 
 if __name__ == "__main__":

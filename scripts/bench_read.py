@@ -38,13 +38,23 @@ the first row of the warm-up epochs. The Spark engine's following read (micro-ba
 ``foreachBatch``) is measured the same way, with ``--spark-samples`` rows per level.
 
 The broker: ``--bootstrap``, else the local broker when ``logstore broker start`` runs one, else
-one started for the run. The warehouse: ``--warehouse`` (the run's tables are dropped at the end,
-with their topics), else a temporary directory removed at the end, also after an error or Ctrl-C.
+one started for the run. The warehouse: ``--warehouse DIR`` (a path, with a ``/``: the run's
+tables are dropped at the end, with their topics), else a temporary directory removed at the end,
+also after an error or Ctrl-C.
+
+``--warehouse local,s3,hdfs`` (or the flag repeated) runs the whole benchmark on each warehouse, one
+after the other in one run and one Spark session: the project's own S3 server (versitygw) and HDFS
+(a MiniDFSCluster) are started for the run on loopback, with their data in the run's directory
+(``bench_warehouses.py``). The Spark engine's log read takes a local warehouse only today (its
+data source resolves the table on the driver's disk): on S3 and HDFS its cases are left out, saying
+so. With several warehouses the report has one section each, then each case's median time and
+each following read's p99 relative to the local warehouse's (to the first one named without it).
 
 Usage: .venv/bin/python scripts/bench_read.py [--records N] [--partitions P] [--epoch-records E]
        [--rounds R] [--samples S] [--rate EPOCHS_PER_S] [--epoch-size K] [--spark-samples S]
-       [--no-spark] [--bootstrap HOST:PORT] [--warehouse DIR] [--json]
-Exit 0 when consumer / raw >= 0.7 and eventual p99 < 1 s, 1 when not, 2 for bad arguments.
+       [--no-spark] [--bootstrap HOST:PORT] [--warehouse local|s3|hdfs,...|DIR] [--json]
+Exit 0 when consumer / raw >= 0.7 and eventual p99 < 1 s (on every warehouse), 1 when not, 2 for
+bad arguments.
 """
 
 from __future__ import annotations
@@ -70,10 +80,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling: bench_warehouses
+from bench_warehouses import WAREHOUSES, base_warehouse, named_once, started, warehouse_kinds
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from logstore_cli.catalog.tables import StoredTable
+    from logstore_cli.catalog.tables import StoredTable, StoredTableOn
     from logstore_cli.model import TableSpec
     from logstore_cli.read.service import ReadRequest
 
@@ -107,8 +120,19 @@ class Options:
     spark_samples: int
     spark: bool
     bootstrap: str | None
-    warehouse: Path | None
+    warehouse: Path | None  # the local warehouse's directory (--warehouse DIR)
     json: bool
+    warehouses: tuple[str, ...] = ("local",)
+
+
+def _warehouse(text: str) -> list[str]:
+    """``--warehouse``: warehouses (``warehouse_kinds``), or the local one's directory: a path
+    with a ``/`` or an existing directory (so that a misspelt kind is an error, not a new one)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty")
+    if text not in WAREHOUSES and ("/" in text or Path(text).is_dir()):
+        return [text]
+    return warehouse_kinds(text)
 
 
 def _positive(text: str) -> int:
@@ -180,16 +204,23 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     )
     ap.add_argument(
         "--warehouse",
+        type=_warehouse,
+        action="append",
         default=None,
-        help="create the run's tables here and drop them at the end (default: a temporary "
-        "directory)",
+        help="local, s3, hdfs (servers started for the run; several, comma-separated or "
+        "repeated, are measured one after the other, with ratios to local), or a directory (a "
+        "path with a '/') for the local one's tables, dropped at the end (default: local, in a "
+        "temporary directory)",
     )
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ns = ap.parse_args(argv)
     if ns.bootstrap is not None and not ns.bootstrap.strip():
         ap.error("argument --bootstrap: empty")
-    if ns.warehouse is not None and not ns.warehouse.strip():
-        ap.error("argument --warehouse: empty")
+    given = [v for values in ns.warehouse or [] for v in values]
+    dirs = [v for v in given if v not in WAREHOUSES]
+    if len(dirs) > 1:
+        ap.error(f"argument --warehouse: one directory at most, got {', '.join(dirs)}")
+    kinds = named_once([["local" if v in dirs else v for v in given]] if given else None)
     if ns.epoch_records > ns.records:
         ap.error(
             f"argument --epoch-records: {ns.epoch_records} is more than --records {ns.records}"
@@ -205,8 +236,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         spark_samples=0 if ns.no_spark else ns.spark_samples,
         spark=not ns.no_spark,
         bootstrap=ns.bootstrap,
-        warehouse=None if ns.warehouse is None else Path(ns.warehouse),
+        warehouse=Path(dirs[0]) if dirs else None,
         json=ns.json,
+        warehouses=kinds,
     )
 
 
@@ -467,6 +499,67 @@ def report_json(result: Result, facts: Mapping[str, object]) -> dict[str, Any]:
     }
 
 
+def ratios(results: Mapping[str, Result]) -> dict[str, dict[str, float]]:
+    """Each warehouse's median time of each throughput case (its whole time when it is timed
+    whole) and p99 of each following read (``engine level p99``) over the base warehouse's; what
+    the base warehouse did not measure, or measured as no time (a row can show before its
+    writer's flush returns), is left out."""
+
+    def times(result: Result) -> dict[str, float]:
+        found: dict[str, float] = {}
+        if result.throughput is not None:
+            for c in result.throughput.cases:
+                found[c.case] = c.total_s if c.case in WHOLE_ONLY else c.read_s
+        for x in result.latencies:
+            found[f"{x.engine} {x.level} p99"] = x.p99_s
+        return found
+
+    base = times(results[base_warehouse(list(results))])
+    return {
+        kind: {k: t / base[k] for k, t in times(r).items() if base.get(k, 0.0) > 0}
+        for kind, r in results.items()
+    }
+
+
+def format_reports(
+    results: Mapping[str, Result], facts: Mapping[str, object], where: Mapping[str, str]
+) -> str:
+    """One warehouse: its report as ever. Several: a section each, then the ratios' table."""
+    if len(results) == 1:
+        ((kind, result),) = results.items()
+        return format_report(result, {**facts, "warehouse": f"{kind}: {where[kind]}"})
+    lines = [f"{k}: {v}" for k, v in facts.items()]
+    for kind, result in results.items():
+        lines += ["", f"== warehouse {kind}: {where[kind]}", format_report(result, {})]
+    kinds, table = list(results), ratios(results)
+    lines += ["", f"median seconds relative to {base_warehouse(kinds)}"]
+    lines.append(f"{'':26}" + "".join(f" {k:>7}" for k in kinds))
+    for name in table[base_warehouse(kinds)]:
+        cells = [_cell(table[k].get(name), ".2f", 7) for k in kinds]
+        lines.append(f"{name:26}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def reports_json(
+    results: Mapping[str, Result], facts: Mapping[str, object], where: Mapping[str, str]
+) -> dict[str, Any]:
+    """One warehouse: its object as ever (with ``warehouse``). Several: one per warehouse, and
+    the ratios to the base warehouse's."""
+    if len(results) == 1:
+        ((kind, result),) = results.items()
+        return report_json(result, {**facts, "warehouse": kind, "warehouse_uri": where[kind]})
+    return {
+        **facts,
+        "warehouses": {k: {"uri": where[k], **report_json(r, {})} for k, r in results.items()},
+        "ratio_base": base_warehouse(list(results)),
+        "ratios": {
+            k: {name: round(r, 3) for name, r in by_name.items()}
+            for k, by_name in ratios(results).items()
+        },
+        "within_target": all(r.within_target for r in results.values()),
+    }
+
+
 # -- the machine ----------------------------------------------------------------------------------
 
 
@@ -581,9 +674,10 @@ def _broker(opts: Options, root: Path) -> Iterator[tuple[str, int | None, str]]:
 
 
 @contextlib.contextmanager
-def _spark(root: Path) -> Iterator[tuple[SparkSession, float]]:
-    """The session and how long it took to start."""
+def _spark(root: Path, s3: bool = False) -> Iterator[tuple[SparkSession, float]]:
+    """The session and how long it took to start (with the s3a:// connector for an S3 run)."""
     from logstore_cli.jobs.spark import SparkSettings, build_session
+    from logstore_cli.storage.s3 import S3Settings
 
     began = time.perf_counter()
     spark = build_session(
@@ -591,6 +685,7 @@ def _spark(root: Path) -> Iterator[tuple[SparkSession, float]]:
             app_name="logstore bench_read",
             work_dir=root / "spark",
             conf={"spark.local.dir": str(root / "spark-local")},
+            s3=S3Settings.from_env() if s3 else None,
         )
     )
     try:
@@ -623,11 +718,12 @@ def _end_gateway() -> None:
 class Tables:
     """The run's tables (a Delta table and its topic each), dropped with their topics at the end."""
 
-    def __init__(self, spark: SparkSession, warehouse: Path, bootstrap: str, partitions: int):
+    def __init__(self, spark: SparkSession, warehouse: str, bootstrap: str, partitions: int):
         from logstore_cli import config as cfg
 
         self.spark = spark
-        self.warehouse = warehouse
+        self.warehouse = warehouse  # a local directory, or an s3:// or hdfs:// URI
+        self.remote = cfg.is_remote_warehouse(warehouse)
         self.bootstrap = bootstrap
         self.partitions = partitions
         self.kafka = cfg.KafkaConfig(bootstrap_servers=bootstrap, timeout_s=KAFKA_TIMEOUT_S)
@@ -640,10 +736,16 @@ class Tables:
         from logstore_cli.provision.service import Stores
 
         spark = self.spark
-        return Stores(SparkDeltaStore(self.warehouse, lambda: spark), KafkaTopicStore(self.kafka))
+        local = Path(self.warehouse)
+        return Stores(SparkDeltaStore(local, lambda: spark), KafkaTopicStore(self.kafka))
 
-    def create(self, role: str) -> StoredTable:
-        from logstore_cli.catalog.tables import load_table
+    def storage(self) -> Any:
+        from logstore_cli.storage import open_storage
+
+        return open_storage(self.warehouse)
+
+    def create(self, role: str) -> StoredTable | StoredTableOn:
+        from logstore_cli.catalog.tables import load_table, load_table_on
         from logstore_cli.ddl import ParseOptions, parse_ddl
         from logstore_cli.provision import service
 
@@ -657,24 +759,50 @@ class Tables:
         body = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
         ddl = f"CREATE TABLE {name} ({COLUMNS}, PRIMARY KEY (id) NOT ENFORCED) WITH ({body});"
         spec = parse_ddl(ddl, "bench.sql", ParseOptions())[0]
+        if self.remote:  # as create-table does there: no Spark
+            from logstore_cli.provision.kafka_topics import KafkaTopicStore
+            from logstore_cli.provision.on_storage import create_tables_on
+
+            topics = KafkaTopicStore(self.kafka)
+            try:
+                create_tables_on([spec], self.storage(), topics)
+            finally:
+                topics.close()
+            self.created.append(spec)
+            return load_table_on(self.storage(), name, default_bootstrap=self.bootstrap)
         stores = self._stores()
         try:
-            service.create_tables([spec], self.warehouse, stores)
+            service.create_tables([spec], Path(self.warehouse), stores)
         finally:
             stores.topics.close()
         self.created.append(spec)
-        return load_table(self.warehouse, name, default_bootstrap=self.bootstrap)
+        return load_table(Path(self.warehouse), name, default_bootstrap=self.bootstrap)
 
     def drop_all(self) -> None:
         from logstore_cli.catalog import warehouse as wh
         from logstore_cli.provision import service
 
+        if self.remote:
+            from logstore_cli.provision.kafka_topics import KafkaTopicStore
+            from logstore_cli.provision.on_storage import drop_table_on
+
+            storage, topics = self.storage(), KafkaTopicStore(self.kafka)
+            try:
+                for spec in self.created:
+                    drop_table_on(
+                        wh.find_table_on(storage, spec.name), spec, topics, warehouse=storage,
+                        delete_topic=True, default_bootstrap=self.bootstrap,
+                    )  # fmt: skip
+            finally:
+                topics.close()
+            self.created.clear()
+            return
         stores = self._stores()
         try:
             for spec in self.created:
-                ref = wh.find_table(self.warehouse, spec.name)
+                ref = wh.find_table(Path(self.warehouse), spec.name)
                 service.drop_table(
-                    ref, spec, stores, warehouse=self.warehouse, delete_topic=True,
+                    ref, spec, stores, warehouse=Path(self.warehouse), delete_topic=True,
                     default_bootstrap=self.bootstrap,
                 )  # fmt: skip
         finally:
@@ -699,7 +827,9 @@ def _attempt(epoch: int) -> str:
     return f"a-{epoch:012x}"
 
 
-def fill(table: StoredTable, bootstrap: str, opts: Options) -> tuple[int, int, float]:
+def fill(
+    table: StoredTable | StoredTableOn, bootstrap: str, opts: Options
+) -> tuple[int, int, float]:
     """Write ``opts.records`` generated change records in epochs of ``opts.epoch_records``, as the
     ingest job does: the epoch's records, flush, a marker to every partition, flush.
     ``(change records, markers, seconds)``."""
@@ -747,7 +877,7 @@ class Reads:
 
     def __init__(
         self,
-        table: StoredTable,
+        table: StoredTable | StoredTableOn,
         bootstrap: str,
         spark: SparkSession | None,
         changes: int,
@@ -856,7 +986,11 @@ class Reads:
     def spark_read(self) -> tuple[float, float]:
         """``format("logstore")`` at committed, drained to the driver as Arrow."""
         assert self.spark is not None
+        from logstore_cli.catalog.tables import StoredTable
         from logstore_cli.jobs.datasource import register
+
+        # its data source resolves the table on the driver's disk: never asked of S3 or HDFS
+        assert isinstance(self.table, StoredTable), "the spark engine reads a local warehouse"
 
         register(self.spark)
         t0 = time.perf_counter()
@@ -883,7 +1017,7 @@ class Reads:
         return read_request(self.table, self.bootstrap, **changes)
 
 
-def read_request(table: StoredTable, bootstrap: str, **changes: Any) -> ReadRequest:
+def read_request(table: StoredTable | StoredTableOn, bootstrap: str, **changes: Any) -> ReadRequest:
     """A ``logstore read --mode log`` request, bounded, committed, from earliest, to JSON lines."""
     from dataclasses import replace
 
@@ -919,7 +1053,11 @@ class Follow:
     thread), on the latency table."""
 
     def __init__(
-        self, table: StoredTable, bootstrap: str, spark: SparkSession | None, opts: Options
+        self,
+        table: StoredTable | StoredTableOn,
+        bootstrap: str,
+        spark: SparkSession | None,
+        opts: Options,
     ) -> None:
         self.table = table
         self.bootstrap = bootstrap
@@ -1033,54 +1171,77 @@ class Follow:
 # -- the run --------------------------------------------------------------------------------------
 
 
-def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str, object]]:
+def measure(
+    opts: Options, say: Callable[[str], None]
+) -> tuple[dict[str, Result], dict[str, object], dict[str, str]]:
+    """Each warehouse's result (in the order named), the run's facts, and where each one was."""
     root = Path(tempfile.mkdtemp(prefix="logstore-bench-read-"))
-    warehouse = opts.warehouse if opts.warehouse is not None else root / "warehouse"
     loads = [_load()]
     try:
         with (
             _broker(opts, root) as (bootstrap, broker_pid, broker_source),
-            _spark(root) as (spark, spark_start_s),
+            started(opts.warehouses, root, opts.warehouse) as where,
+            _spark(root, s3="s3" in where) as (spark, spark_start_s),
         ):
             from pyspark import SparkContext
 
             jvm = getattr(SparkContext._gateway, "proc", None)
             cpu_roots = {"spark": getattr(jvm, "pid", None), "broker": broker_pid}
-            tables = Tables(spark, warehouse, bootstrap, opts.partitions)
-            try:
-                say("creating the tables ...")
-                bulk = tables.create("bulk")
-                follow_table = tables.create("follow")
-                say(f"filling the topic with {opts.records:,} change records ...")
-                changes, markers, fill_s = fill(bulk, bootstrap, opts)
-                session = spark if opts.spark else None
-                reads = Reads(bulk, bootstrap, session, changes, markers, cpu_roots)
-                cases = [c for c in CASES if opts.spark or c != SPARK]
-                say("warm-up: one untimed read of each engine ...")
-                first_read: dict[str, float] = {}
-                for case in cases:
-                    run = reads.run(case, -1)
-                    first_read[case] = run.total_s
-                runs = []
-                for r in range(opts.rounds):
-                    for case in round_order(r, cases):
-                        run = reads.run(case, r)
-                        say(f"round {r + 1}/{opts.rounds} {case}: {run.read_s:.3f} s")
-                        runs.append(run)
-                    loads.append(_load())
-                follow = Follow(follow_table, bootstrap, spark, opts)
-                latencies = []
-                for engine, samples in ((CONSUMER, opts.samples), (SPARK, opts.spark_samples)):
-                    if not samples:
-                        continue
-                    for level in LEVELS:
-                        say(f"following read, {engine} engine, {level}: {samples:,} samples ...")
-                        found = follow.measure(engine, level, samples)
-                        say(f"  p50 {found.p50_s * 1000:.1f} ms, p99 {found.p99_s * 1000:.1f} ms")
-                        latencies.append(found)
-                    loads.append(_load())
-            finally:
-                tables.drop_all()
+            results: dict[str, Result] = {}
+            first_reads: dict[str, dict[str, float]] = {}
+            fill_s: dict[str, float] = {}
+            changes = markers = 0
+            for kind in opts.warehouses:
+                if len(opts.warehouses) > 1:
+                    say(f"warehouse {kind}: {where[kind]}")
+                use_spark = opts.spark and kind == "local"
+                if opts.spark and not use_spark:
+                    say(
+                        f"  the spark engine's cases left out on {kind}: its log read takes a "
+                        "local warehouse only today"
+                    )
+                tables = Tables(spark, where[kind], bootstrap, opts.partitions)
+                try:
+                    say("creating the tables ...")
+                    bulk = tables.create("bulk")
+                    follow_table = tables.create("follow")
+                    say(f"filling the topic with {opts.records:,} change records ...")
+                    changes, markers, fill_s[kind] = fill(bulk, bootstrap, opts)
+                    session = spark if use_spark else None
+                    reads = Reads(bulk, bootstrap, session, changes, markers, cpu_roots)
+                    cases = [c for c in CASES if use_spark or c != SPARK]
+                    say("warm-up: one untimed read of each engine ...")
+                    first_read: dict[str, float] = {}
+                    for case in cases:
+                        run = reads.run(case, -1)
+                        first_read[case] = run.total_s
+                    first_reads[kind] = first_read
+                    runs = []
+                    for r in range(opts.rounds):
+                        for case in round_order(r, cases):
+                            run = reads.run(case, r)
+                            say(f"{kind} round {r + 1}/{opts.rounds} {case}: {run.read_s:.3f} s")
+                            runs.append(run)
+                        loads.append(_load())
+                    follow = Follow(follow_table, bootstrap, spark, opts)
+                    latencies = []
+                    spark_samples = opts.spark_samples if use_spark else 0
+                    for engine, samples in ((CONSUMER, opts.samples), (SPARK, spark_samples)):
+                        if not samples:
+                            continue
+                        for level in LEVELS:
+                            say(
+                                f"following read, {engine} engine, {level}: {samples:,} samples ..."
+                            )
+                            found = follow.measure(engine, level, samples)
+                            p50, p99 = found.p50_s * 1000, found.p99_s * 1000
+                            say(f"  p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+                            latencies.append(found)
+                        loads.append(_load())
+                finally:
+                    tables.drop_all()
+                results[kind] = Result(summarize(runs), tuple(latencies))
+        one = len(opts.warehouses) == 1
         facts: dict[str, object] = {
             "records": changes + markers,
             "change_records": changes,
@@ -1088,15 +1249,19 @@ def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str
             "partitions": opts.partitions,
             "epoch_records": opts.epoch_records,
             "rounds": opts.rounds,
-            "fill_s": round(fill_s, 2),
+            "fill_s": round(fill_s[opts.warehouses[0]], 2)
+            if one
+            else {k: round(t, 2) for k, t in fill_s.items()},
             "spark_session_start_s": round(spark_start_s, 2),
-            "first_read_s": {c: round(s, 3) for c, s in first_read.items()},
+            "first_read_s": {c: round(t, 3) for c, t in first_reads[opts.warehouses[0]].items()}
+            if one
+            else {k: {c: round(t, 3) for c, t in f.items()} for k, f in first_reads.items()},
             "follow": f"{opts.rate:g} epochs/s of {opts.epoch_size} inserts",
             "broker": f"{bootstrap} ({broker_source})",
             **machine_facts(),
             "load_average": " | ".join(loads),
         }
-        return Result(summarize(runs), tuple(latencies)), facts
+        return results, facts, where
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -1110,7 +1275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from logstore_cli.errors import LogstoreError
 
     try:
-        result, facts = measure(opts, say)
+        results, facts, where = measure(opts, say)
     except KeyboardInterrupt:
         say("interrupted")
         return 130
@@ -1121,10 +1286,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"error: {exc}")
         return 1
     if opts.json:
-        print(json.dumps(report_json(result, facts)))
+        print(json.dumps(reports_json(results, facts, where)))
     else:
-        print(format_report(result, facts))
-    return 0 if result.within_target else 1
+        print(format_reports(results, facts, where))
+    return 0 if all(r.within_target for r in results.values()) else 1
 
 
 if __name__ == "__main__":

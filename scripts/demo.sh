@@ -7,11 +7,17 @@
 #
 #   scripts/demo.sh            run it; safe to run again (each run ingests as a new job)
 #   scripts/demo.sh --clean    stop the demo's broker, remove the demo's state and warehouse
+#   --warehouse s3|hdfs        the same story with the Delta tables on the project's own S3 server
+#                              (versitygw) or HDFS (a MiniDFSCluster), started on 127.0.0.1 for the
+#                              run and stopped at its end; 'local' (a directory) is the default
 #
 # Everything lives under .logstore/ in the repository (LOGSTORE_STATE_DIR and LOGSTORE_WAREHOUSE
 # move it; --clean removes a directory given that way only when the demo created it). The demo
-# uses its own broker: LOGSTORE_CONFIG and LOGSTORE_KAFKA_BOOTSTRAP_SERVERS are ignored. The changes
-# are reproducible: DEMO_SEED (42), DEMO_CHANGES (12000), DEMO_KEYS (500), DEMO_RATE (100 a second).
+# uses its own broker: LOGSTORE_CONFIG and LOGSTORE_KAFKA_BOOTSTRAP_SERVERS are ignored. With s3 or
+# hdfs the state is .logstore/state-s3 or state-hdfs (a broker of its own: a topic belongs to one
+# warehouse) and holds the server's data, kept between runs; LOGSTORE_WAREHOUSE and the AWS_*
+# variables are ignored then (the server's own are used). The changes are reproducible:
+# DEMO_SEED (42), DEMO_CHANGES (12000), DEMO_KEYS (500), DEMO_RATE (100 a second).
 # Exit 0 when every step worked and the stores agree, 1 otherwise, 2 for a bad argument.
 set -euo pipefail
 export LC_ALL=C  # decimal points in the timings
@@ -22,16 +28,51 @@ ROOT=$PWD
 DEMO_HOME=$ROOT/.logstore
 MARK=.logstore-demo # in a directory the demo created: --clean may remove it
 
+usage() { sed -n '2,22s/^# \{0,1\}//p' "$0"; }
+bad_usage() { echo "demo.sh: error: $1" >&2; usage >&2; exit 2; }
+
+BACKEND=local CLEAN=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --clean) CLEAN=1 ;;
+    --warehouse | --warehouse=*)
+      if [ "$1" = --warehouse ]; then
+        [ $# -ge 2 ] || bad_usage "--warehouse needs a value: local, s3 or hdfs"
+        BACKEND=$2
+        shift
+      else
+        BACKEND=${1#--warehouse=}
+      fi
+      case "$BACKEND" in
+        local | s3 | hdfs) ;;
+        *) bad_usage "--warehouse '$BACKEND' is not a warehouse the demo knows: use local, s3 or hdfs" ;;
+      esac
+      ;;
+    -h | --help) usage; exit 0 ;;
+    *) bad_usage "unknown argument '$1'" ;;
+  esac
+  shift
+done
+
 abspath() { case "$1" in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$ORIG_PWD" "$1" ;; esac; }
-STATE=$(abspath "${LOGSTORE_STATE_DIR:-$DEMO_HOME/state}")
-WAREHOUSE=$(abspath "${LOGSTORE_WAREHOUSE:-$DEMO_HOME/warehouse}")
-export LOGSTORE_STATE_DIR=$STATE LOGSTORE_WAREHOUSE=$WAREHOUSE
+if [ "$BACKEND" = local ]; then
+  STATE=$(abspath "${LOGSTORE_STATE_DIR:-$DEMO_HOME/state}")
+  WAREHOUSE=$(abspath "${LOGSTORE_WAREHOUSE:-$DEMO_HOME/warehouse}")
+  export LOGSTORE_WAREHOUSE=$WAREHOUSE
+else
+  # The warehouse is on the demo's server (set once it runs), its data in the state dir; only the
+  # server's endpoint and keys reach it.
+  STATE=$(abspath "${LOGSTORE_STATE_DIR:-$DEMO_HOME/state-$BACKEND}")
+  WAREHOUSE=""
+  unset LOGSTORE_WAREHOUSE AWS_PROFILE AWS_DEFAULT_REGION AWS_ENDPOINT_URL_S3 AWS_SESSION_TOKEN \
+    AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ALLOW_HTTP
+fi
+export LOGSTORE_STATE_DIR=$STATE
 unset LOGSTORE_CONFIG LOGSTORE_KAFKA_BOOTSTRAP_SERVERS
 LS=$ROOT/.venv/bin/logstore
 PY=$ROOT/.venv/bin/python
-ENV_HINT="LOGSTORE_STATE_DIR=$STATE LOGSTORE_WAREHOUSE=$WAREHOUSE"
-
-usage() { sed -n '2,15s/^# \{0,1\}//p' "$0"; }
+SERVER_DIR=$STATE/$BACKEND-server # the server's state, as scripts/s3-server.sh and hdfs-server.sh keep it
+BUCKET=logstore-demo              # the S3 bucket, or the HDFS directory, of the demo's warehouse
 
 # -- --clean -------------------------------------------------------------------------------------
 
@@ -40,6 +81,7 @@ remove_demo_dir() {
   if [ ! -e "$dir" ] && [ ! -L "$dir" ]; then
     echo "  $dir: not there"
   elif [ "$dir" = "$DEMO_HOME/state" ] || [ "$dir" = "$DEMO_HOME/warehouse" ] \
+    || [ "$dir" = "$DEMO_HOME/state-s3" ] || [ "$dir" = "$DEMO_HOME/state-hdfs" ] \
     || { [ -d "$dir" ] && [ ! -L "$dir" ] && [ -f "$dir/$MARK" ]; }; then
     rm -rf -- "$dir"
     echo "  removed $dir"
@@ -57,18 +99,56 @@ clean() {
       echo "  the demo's broker was not running"
     fi
   fi
+  if [ "$BACKEND" != local ] && [ -d "$SERVER_DIR" ] && [ -x "$PY" ]; then
+    # A run killed outright (SIGKILL) leaves its server running; the warehouse is in the state dir.
+    if [ "$(server stop)" = stopped ]; then echo "  stopped the demo's $BACKEND server"; fi
+  fi
   remove_demo_dir "$STATE"
-  remove_demo_dir "$WAREHOUSE"
+  [ "$BACKEND" != local ] || remove_demo_dir "$WAREHOUSE"
   rmdir -- "$DEMO_HOME" 2>/dev/null || true
 }
 
-case "${1:-}" in
-  "") ;;
-  --clean) [ $# -eq 1 ] || { usage >&2; exit 2; }; clean; exit 0 ;;
-  -h | --help) usage; exit 0 ;;
-  *) echo "demo.sh: error: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
-esac
-[ $# -le 1 ] || { usage >&2; exit 2; }
+# -- the S3 or HDFS server (--warehouse s3|hdfs) -------------------------------------------------
+
+SERVER_STARTED=""
+server() { "$PY" -m "logstore_cli.storage.${BACKEND}_server" "$@"; }
+stop_server() { # the demo's server only (the pid it recorded); the data stays for the next run
+  if [ -n "$SERVER_STARTED" ]; then
+    SERVER_STARTED=""
+    server stop >/dev/null || echo "demo: could not stop the $BACKEND server of $SERVER_DIR" >&2
+  fi
+}
+start_server() {
+  SERVER_STARTED=1 # from here on it is stopped at the end, however the demo ends
+  server stop >/dev/null # one that a killed run left behind
+  if [ "$BACKEND" = s3 ]; then
+    server start --keep >/dev/null
+    # The standard AWS variables every command reads (new keys at each start; never printed).
+    # shellcheck disable=SC1091
+    . "$SERVER_DIR/s3.env"
+    "$PY" -c 'import os, sys
+from logstore_cli.storage.s3 import S3Settings, make_client
+client = make_client(S3Settings.from_env(dict(os.environ)))
+if sys.argv[1] not in {b["Name"] for b in client.list_buckets().get("Buckets", ())}:
+    client.create_bucket(Bucket=sys.argv[1])' "$BUCKET"
+    WAREHOUSE=s3://$BUCKET/warehouse
+    say "S3 server (versitygw) at $AWS_ENDPOINT_URL, pid $(json "$SERVER_DIR/server.json" 'd["pid"]'), bucket $BUCKET" \
+      "AWS_ENDPOINT_URL, AWS_REGION and the keys come from $SERVER_DIR/s3.env (never printed)"
+  else
+    server start >/dev/null
+    local uri
+    uri=$(json "$SERVER_DIR/server.json" 'd["uri"]')
+    WAREHOUSE=$uri/$BUCKET/warehouse
+    say "HDFS at $uri, pid $(json "$SERVER_DIR/server.json" 'd["pid"]')"
+  fi
+  export LOGSTORE_WAREHOUSE=$WAREHOUSE
+  say "warehouse: $WAREHOUSE"
+}
+
+if [ -n "$CLEAN" ]; then
+  clean
+  exit 0
+fi
 
 # -- progress ------------------------------------------------------------------------------------
 
@@ -80,6 +160,7 @@ TABLE=demo.orders
 JOB=demo-$(date +%Y%m%d-%H%M%S)
 RUN=$STATE/demo-run # this run's --json outputs (replaced by the next run)
 TOTAL_STEPS=10
+[ "$BACKEND" = local ] || TOTAL_STEPS=11 # and the server's start
 STEP=0
 STEP_NAME=""
 T0=$EPOCHREALTIME
@@ -105,6 +186,7 @@ stop_ingest() { # SIGKILL the ingest's process group (the CLI, its Spark JVM, Sp
 on_exit() {
   local rc=$?
   stop_ingest
+  stop_server
   if [ $rc -ne 0 ]; then
     printf '\ndemo: failed at step %d/%d (%s), exit %d; its outputs are in %s\n' \
       "$STEP" "$TOTAL_STEPS" "$STEP_NAME" "$rc" "$RUN" >&2
@@ -119,11 +201,11 @@ json() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eva
 # -- the story -----------------------------------------------------------------------------------
 
 printf '%slogstore demo%s: one table, two stores (a Delta table and a Kafka changelog), kept consistent\n' "$BOLD" "$OFF"
-say "state: $STATE" "warehouse: $WAREHOUSE"
+if [ -n "$WAREHOUSE" ]; then say "state: $STATE" "warehouse: $WAREHOUSE"; else say "state: $STATE" "warehouse: on the demo's $BACKEND server (step 3)"; fi
 
 step "set-up" "scripts/setup.sh: .venv with logstore, the Delta and Kafka jars from Maven (once; then nothing to do)"
 ./scripts/setup.sh
-for dir in "$STATE" "$WAREHOUSE"; do
+for dir in "$STATE" ${WAREHOUSE:+"$WAREHOUSE"}; do
   if [ ! -e "$dir" ]; then mkdir -p -m 700 -- "$dir" && : >"$dir/$MARK"; fi
 done
 rm -rf -- "$RUN" && mkdir -p -- "$RUN"
@@ -137,6 +219,18 @@ else
 fi
 say "broker at $(json "$RUN/broker.json" 'd["bootstrap"]'), pid $(json "$RUN/broker.json" 'd["pid"]')"
 step_done
+
+if [ "$BACKEND" = s3 ]; then
+  step "the S3 server" "scripts/s3-server.sh: versitygw (atomic conditional writes, as the writer lease needs) on 127.0.0.1,
+      fresh keys, the buckets of the last run kept in the state dir; stopped when the demo ends, however it ends"
+  start_server
+  step_done
+elif [ "$BACKEND" = hdfs ]; then
+  step "the HDFS server" "scripts/hdfs-server.sh: a NameNode and a DataNode (MiniDFSCluster) in one JVM on 127.0.0.1,
+      the data of the last run kept in the state dir; stopped when the demo ends, however it ends"
+  start_server
+  step_done
+fi
 
 step "validate the DDL" "configs/demo.sql: demo.orders in Amoro's Spark shape (USING delta TBLPROPERTIES 'log-store.enabled'),
       demo.users in Paimon's Flink shape (WITH 'log.system' = 'kafka'); errors would point at FILE:LINE:COL"
@@ -309,11 +403,25 @@ print("\n      the log and the file store agree.")
 EOF
 step_done
 
+stop_server # before the epilogue: the demo's server runs only while the demo does
 printf '\n%sdemo done in %s.%s\n' "$BOLD" "$(since "$T0")" "$OFF"
 if [ "$ORIG_PWD" = "$ROOT" ]; then here=.venv/bin/logstore demo=scripts/demo.sh; else here=$LS demo=$ROOT/scripts/demo.sh; fi
+[ "$BACKEND" = local ] || demo="$demo --warehouse $BACKEND"
+if [ "$BACKEND" = local ]; then
+  look="Look around (the demo's tables live in its own state and warehouse):
+    export LOGSTORE_STATE_DIR=$STATE LOGSTORE_WAREHOUSE=$WAREHOUSE"
+elif [ "$BACKEND" = s3 ]; then
+  look="Look around (the demo stopped its S3 server; start it again over the demo's buckets):
+    export LOGSTORE_STATE_DIR=$STATE LOGSTORE_WAREHOUSE=$WAREHOUSE
+    ${ROOT/#"$ORIG_PWD"\//}/scripts/s3-server.sh start --keep && . $SERVER_DIR/s3.env"
+else
+  look="Look around (the demo stopped its HDFS; start it again over the demo's data, on a new port):
+    export LOGSTORE_STATE_DIR=$STATE
+    ${ROOT/#"$ORIG_PWD"\//}/scripts/hdfs-server.sh start
+    export LOGSTORE_WAREHOUSE=<the hdfs:// URI it prints>/$BUCKET/warehouse"
+fi
 cat <<EOF
-  Look around (the demo's tables live in its own state and warehouse):
-    export $ENV_HINT
+  $look
     $here status $TABLE
     $here read $TABLE --mode log --consistency committed --limit 10
   Run it again: $demo   (a new ingest job of the same changes; the stores still agree)

@@ -10,7 +10,8 @@ S3 server, and a Python mock is not a server.
   about 5 CPU-minutes the first time, nothing afterwards. Two builds at once wait on one lock.
 - ``start(state_dir)``: the server on ``127.0.0.1:<free port>`` with its data in
   ``<state_dir>/data`` (the posix backend: one directory per bucket; it needs user xattrs, as ext4
-  has), fresh random root keys passed in its environment (never on its command line, which ``ps``
+  has; emptied first unless ``fresh=False``, which the demo uses to keep its buckets between runs),
+  fresh random root keys passed in its environment (never on its command line, which ``ps``
   shows), ready when its health endpoint answers (polled with a deadline). ``server.json`` records
   the pid and address; ``s3.env`` (0600) holds the ``AWS_*`` lines a shell can ``source``.
 - ``stop(state_dir)``: SIGTERM (SIGKILL after a grace period) to exactly the recorded process.
@@ -160,8 +161,12 @@ def _answers(port: int, timeout_s: float) -> bool:
         connection.close()
 
 
-def start(state_dir: Path | None = None, *, timeout_s: float = START_TIMEOUT_S) -> S3ServerInfo:
-    """Start a server with fresh keys and an empty data dir below ``state_dir``; its address."""
+def start(
+    state_dir: Path | None = None, *, fresh: bool = True, timeout_s: float = START_TIMEOUT_S
+) -> S3ServerInfo:
+    """Start a server with fresh keys and an empty data dir below ``state_dir`` (the buckets of
+    the last start kept when not ``fresh``: the root account reaches them with any keys); its
+    address."""
     state_dir = private_dir(state_dir or default_state_dir())
     running = status(state_dir)
     if running is not None:
@@ -171,8 +176,9 @@ def start(state_dir: Path | None = None, *, timeout_s: float = START_TIMEOUT_S) 
         )
     binary = build()
     data_dir = state_dir / "data"
-    shutil.rmtree(data_dir, ignore_errors=True)
-    data_dir.mkdir(mode=0o700)
+    if fresh:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    data_dir.mkdir(mode=0o700, exist_ok=not fresh)
     (port,) = processes.free_ports(1)
     access, secret = f"logstore{secrets.token_hex(6)}", secrets.token_urlsafe(24)
     env = {
@@ -230,7 +236,8 @@ def stop(state_dir: Path | None = None, *, timeout_s: float = STOP_TIMEOUT_S) ->
 
 
 def main(argv: list[str]) -> int:
-    """``build`` | ``start`` | ``stop`` | ``status``; keys are never printed (see ``s3.env``)."""
+    """``build`` | ``start [--keep]`` | ``stop`` | ``status``; keys are never printed (see
+    ``s3.env``)."""
     command = argv[0] if argv else ""
     state_dir = default_state_dir()
     try:
@@ -241,7 +248,7 @@ def main(argv: list[str]) -> int:
                 )
             print(build())
         elif command == "start":
-            info = start(state_dir)
+            info = start(state_dir, fresh="--keep" not in argv[1:])
             print(f"S3 server (versitygw {VERSION}) at {info.endpoint}, pid {info.pid}")
             print(f"for its credentials and endpoint: source {state_dir / _ENV_FILE}")
         elif command == "stop":
@@ -251,7 +258,7 @@ def main(argv: list[str]) -> int:
             print(f"running at {found.endpoint}, pid {found.pid}" if found else "not running")
             return 0 if found else 1
         else:
-            print("usage: s3-server.sh build|start|stop|status", file=sys.stderr)
+            print("usage: s3-server.sh build|start [--keep]|stop|status", file=sys.stderr)
             return 2
     except LogstoreError as exc:
         print(exc.plain(), file=sys.stderr)

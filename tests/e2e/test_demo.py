@@ -1,8 +1,10 @@
-"""``scripts/demo.sh`` as a new user runs it: the whole story, then again, then ``--clean``.
+"""``scripts/demo.sh`` as a new user runs it: the whole story, then again, then ``--clean``; on a
+local warehouse and, with ``--warehouse s3``, on the project's own S3 server.
 
 The demo's state and warehouse are this test's (LOGSTORE_STATE_DIR / LOGSTORE_WAREHOUSE); it
-starts its own broker there. The venv is the one already installed: the demo's set-up step finds it
-current and does nothing. Run alone with ``pytest -m demo``.
+starts its own broker there (and its S3 server, whose data is in the state dir). The venv is the
+one already installed: the demo's set-up step finds it current and does nothing. Run alone with
+``pytest -m demo``.
 """
 
 from __future__ import annotations
@@ -17,16 +19,22 @@ from typing import Any
 
 import pytest
 
+from logstore_cli import processes
+
 pytestmark = pytest.mark.demo
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "scripts" / "demo.sh"
-STEPS = 10
+# Steps of the story on each warehouse: on S3 the server's start is one more.
+STEPS = {"local": 10, "s3": 11}
+# The S3 case tells the story of fewer changes: the same steps and checks, in less time.
+CHANGES = {"local": {}, "s3": {"DEMO_CHANGES": "3000"}}
 
 
 def _demo(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "LOGSTORE_STATE_DIR": str(tmp / "state"),
-               "LOGSTORE_WAREHOUSE": str(tmp / "warehouse"), **env}  # fmt: skip
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}  # the user's own
+    environ |= {"LOGSTORE_STATE_DIR": str(tmp / "state"),
+                "LOGSTORE_WAREHOUSE": str(tmp / "warehouse"), **env}  # fmt: skip
     return subprocess.run(
         ["bash", str(DEMO), *args], cwd=tmp, env=environ, capture_output=True, text=True,
         timeout=1200, check=False, stdin=subprocess.DEVNULL,
@@ -46,22 +54,41 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _check_run(result: subprocess.CompletedProcess[str]) -> None:
-    out = result.stdout
+def _check_run(result: subprocess.CompletedProcess[str], warehouse: str, tmp: Path) -> None:
+    out, steps = result.stdout, STEPS[warehouse]
     assert result.returncode == 0, out + result.stderr
     # every step announced, numbered, and timed
-    assert [int(n) for n in re.findall(r"^\[(\d+)/10\] ", out, re.M)] == list(range(1, STEPS + 1))
-    assert len(re.findall(r"^      ✓ \d+\.\d s$", out, re.M)) == STEPS
+    numbers = [int(n) for n in re.findall(rf"^\[(\d+)/{steps}\] ", out, re.M)]
+    assert numbers == list(range(1, steps + 1))
+    assert len(re.findall(r"^      ✓ \d+\.\d s$", out, re.M)) == steps
     assert "the log and the file store agree." in out and "FAIL" not in out
-    assert "scripts/demo.sh --clean" in out  # it says how to clean up
+    clean = (
+        "scripts/demo.sh --clean" if warehouse == "local" else f"--warehouse {warehouse} --clean"
+    )
+    assert clean in out  # it says how to clean up
     assert "Traceback" not in result.stderr
+    if warehouse == "s3":
+        assert "warehouse: s3://logstore-demo/warehouse" in out
+        assert "(s3://logstore-demo/warehouse/demo/orders)" in result.stderr  # the table is there
+        # the run's server is stopped at its end, and its keys were never shown
+        (pid,) = re.findall(
+            r"^      S3 server \(versitygw\) at http://127\.0\.0\.1:\d+, pid (\d+),", out, re.M
+        )
+        assert not processes.alive(int(pid))  # stopped and gone (a zombie would not count)
+        assert "AWS_SECRET_ACCESS_KEY=" not in out + result.stderr
+        assert not (tmp / "state" / "s3-server" / "s3.env").exists()  # the keys outlive no run
 
 
-def test_the_demo_runs_runs_again_and_cleans_up(tmp_path: Path) -> None:
+@pytest.mark.parametrize("warehouse", ["local", pytest.param("s3", marks=pytest.mark.s3)])
+def test_the_demo_runs_runs_again_and_cleans_up(tmp_path: Path, warehouse: str) -> None:
+    def demo(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        chosen = () if warehouse == "local" else ("--warehouse", warehouse)
+        return _demo(tmp_path, *args, *chosen, **CHANGES[warehouse], **env)
+
     started = time.monotonic()
-    first = _demo(tmp_path)
+    first = demo()
     took_first = time.monotonic() - started
-    _check_run(first)
+    _check_run(first, warehouse, tmp_path)
     s1 = _summary(tmp_path)
     assert all(s1["checks"].values()) and s1["agree"] is True
     assert s1["log_rows"] == s1["delta_rows"] == s1["log_keys_committed"] == s1["delta_keys"] > 0
@@ -73,9 +100,9 @@ def test_the_demo_runs_runs_again_and_cleans_up(tmp_path: Path) -> None:
     assert "demo.orders: created" in first.stderr and "demo.users: created" in first.stderr
 
     started = time.monotonic()
-    again = _demo(tmp_path)
+    again = demo()
     took_again = time.monotonic() - started
-    _check_run(again)
+    _check_run(again, warehouse, tmp_path)
     s2 = _summary(tmp_path)
     assert s2["job"] != s1["job"] and s2["agree"] is True
     assert "exists, unchanged" in again.stderr and "already running" in again.stdout
@@ -85,11 +112,17 @@ def test_the_demo_runs_runs_again_and_cleans_up(tmp_path: Path) -> None:
     assert s2["retracted"] == s2["dropped"] == s1["killed_records"] + s2["killed_records"]
     assert s2["records"] == s2["committed_changes"] + s2["dropped"] > s1["records"]
 
-    bad = _demo(tmp_path, "--bogus")
+    bad = demo("--bogus")
     assert bad.returncode == 2 and "unknown argument '--bogus'" in bad.stderr
+    bad = _demo(tmp_path, "--warehouse", "gcs")
+    assert (
+        bad.returncode == 2
+        and "--warehouse 'gcs'" in bad.stderr
+        and "local, s3 or hdfs" in bad.stderr
+    )
 
     (tmp_path / "mine.txt").write_text("not the demo's")
-    clean = _demo(tmp_path, "--clean")
+    clean = demo("--clean")
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert not (tmp_path / "state").exists() and not (tmp_path / "warehouse").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]

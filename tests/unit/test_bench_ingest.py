@@ -81,3 +81,48 @@ def test_rounds_rotate_the_order(bench: ModuleType) -> None:
     firsts = [bench.round_order(r)[0] for r in range(4)]
     assert sorted(firsts) == sorted(bench.MODES) and firsts[0] == bench.LOG
     assert all(sorted(bench.round_order(r)) == sorted(bench.MODES) for r in range(4))
+
+
+def test_warehouses_default_local_and_take_several(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert bench.parse_args([]).warehouses == ("local",)
+    assert bench.parse_args(["--warehouse", "s3"]).warehouses == ("s3",)
+    several = bench.parse_args(["--warehouse", "local,s3", "--warehouse", "hdfs,s3"])
+    assert several.warehouses == ("local", "s3", "hdfs")  # each once, in the order named
+    with pytest.raises(SystemExit) as exit_info:
+        bench.parse_args(["--warehouse", "local,gcs"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--warehouse: 'gcs' is not a warehouse the benchmark knows: use local, s3, hdfs" in err
+
+
+def _result(bench: ModuleType, scale: float) -> object:
+    secs = {bench.FILE: 10.0, bench.LOG: 4.0, bench.DOUBLE: 11.0, bench.RAW: 1.0}
+    runs = [bench.Run(m, 0, s * scale, s * scale, 100, {}, {}) for m, s in secs.items()]
+    return bench.summarize(runs)
+
+
+def test_several_warehouses_report_ratios_to_local(bench: ModuleType) -> None:
+    results = {"s3": _result(bench, 3.0), "local": _result(bench, 1.0), "hdfs": _result(bench, 2.0)}
+    where = {"local": "/tmp/w", "s3": "s3://b/w", "hdfs": "hdfs://127.0.0.1:1/b/w"}
+    assert bench.base_warehouse(["s3", "local"]) == "local"
+    assert bench.base_warehouse(["hdfs", "s3"]) == "hdfs"
+    table = bench.ratios(results)
+    assert table["local"] == {m: 1.0 for m in bench.MODES}
+    assert table["s3"][bench.DOUBLE] == pytest.approx(3.0) and table["hdfs"][bench.RAW] == 2.0
+
+    text = bench.format_reports(results, {"changes": 100}, where)
+    assert "== warehouse s3: s3://b/w" in text and "== warehouse hdfs: hdfs://" in text
+    lines = text.splitlines()
+    at = lines.index("median seconds relative to local")
+    assert lines[at + 1].split() == ["mode", "s3", "local", "hdfs"]
+    assert lines[at + 4].split() == ["double-write", "3.00", "1.00", "2.00"]
+    data = json.loads(json.dumps(bench.reports_json(results, {"changes": 100}, where)))
+    assert data["ratio_base"] == "local" and data["ratios"]["s3"][bench.FILE] == 3.0
+    assert data["warehouses"]["hdfs"]["uri"] == where["hdfs"]
+
+    # one warehouse: the report as before, saying where the tables were
+    one = bench.format_reports({"local": results["local"]}, {"changes": 100}, where)
+    assert one.startswith("changes: 100\nwarehouse: local: /tmp/w\n") and "relative" not in one
+    assert bench.reports_json({"s3": results["s3"]}, {}, where)["warehouse"] == "s3"

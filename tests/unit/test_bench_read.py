@@ -33,9 +33,20 @@ def test_options_defaults(bench: ModuleType) -> None:
     )  # fmt: skip
     assert (opts.samples, opts.rate, opts.epoch_size, opts.spark) == (5_000, 200.0, 5, True)
     assert (opts.bootstrap, opts.warehouse, opts.json) == (None, None, False)
-    no_spark = bench.parse_args(["--no-spark", "--warehouse", "wh", "--json"])
+    assert opts.warehouses == ("local",)
+    no_spark = bench.parse_args(["--no-spark", "--warehouse", "./wh", "--json"])
     assert (no_spark.spark, no_spark.spark_samples) == (False, 0)
     assert no_spark.warehouse == Path("wh") and no_spark.json
+    assert no_spark.warehouses == ("local",)  # a directory is the local warehouse's
+
+
+def test_warehouses_several_and_a_directory(bench: ModuleType, tmp_path: Path) -> None:
+    several = bench.parse_args(["--warehouse", "s3,local", "--warehouse", "hdfs,s3"])
+    assert several.warehouses == ("s3", "local", "hdfs") and several.warehouse is None
+    mine = tmp_path / "wh"
+    mine.mkdir()
+    with_dir = bench.parse_args(["--warehouse", "hdfs", "--warehouse", str(mine)])
+    assert with_dir.warehouses == ("hdfs", "local") and with_dir.warehouse == mine
 
 
 @pytest.mark.parametrize(
@@ -49,6 +60,9 @@ def test_options_defaults(bench: ModuleType) -> None:
         (["--records", "100", "--epoch-records", "200"], "200 is more than --records 100"),
         (["--bootstrap", " "], "--bootstrap: empty"),
         (["--warehouse", ""], "--warehouse: empty"),
+        (["--warehouse", "s3,gcs"], "--warehouse: 'gcs' is not a warehouse the benchmark knows"),
+        (["--warehouse", "s4"], "use local, s3, hdfs"),  # not a directory either
+        (["--warehouse", "./a", "--warehouse", "./b"], "one directory at most, got ./a, ./b"),
     ],
 )
 def test_options_refuse_bad_values(
@@ -193,3 +207,36 @@ def test_below_target_is_reported(bench: ModuleType) -> None:
     text = bench.format_report(result, {})
     assert "consumer / raw consumer = 0.50 (target >= 0.7): BELOW TARGET" in text
     assert "eventual p99" not in text
+
+
+def test_several_warehouses_report_ratios_to_local(bench: ModuleType) -> None:
+    local, s3 = _result(bench, 0.5), _result(bench, 0.5)
+    slower = bench.Result(
+        bench.summarize(
+            [
+                bench.Run(r.case, r.round_no, r.startup_s, r.read_s * 2, r.records)
+                for r in _runs(bench)
+            ]
+        ),
+        s3.latencies,
+    )
+    results = {"s3": slower, "local": local}
+    where = {"local": "/tmp/w", "s3": "s3://b/w"}
+    table = bench.ratios(results)
+    assert table["local"] == {name: 1.0 for name in table["local"]}
+    assert table["s3"]["consumer"] == pytest.approx(2.0)
+    assert table["s3"]["consumer committed p99"] == pytest.approx(1.0)
+    # a base that took no time is no base: left out
+    zero = bench.Result(local.throughput, (bench.latency("consumer", "none", [0.0], 1.0),))
+    assert "consumer none p99" not in bench.ratios({"local": zero, "s3": zero})["s3"]
+    text = bench.format_reports(results, {"records": 10}, where)
+    assert "== warehouse s3: s3://b/w" in text and "== warehouse local: /tmp/w" in text
+    lines = text.splitlines()
+    at = lines.index("median seconds relative to local")
+    assert lines[at + 1].split() == ["s3", "local"]
+    assert lines[at + 3].split() == ["consumer", "2.00", "1.00"]
+    data = json.loads(json.dumps(bench.reports_json(results, {}, where)))
+    assert data["ratio_base"] == "local" and data["ratios"]["s3"]["consumer"] == 2.0
+    assert data["warehouses"]["s3"]["uri"] == "s3://b/w" and data["within_target"] is True
+    one = bench.format_reports({"local": local}, {"records": 10}, where)
+    assert one.startswith("records: 10\nwarehouse: local: /tmp/w\n") and "relative" not in one
