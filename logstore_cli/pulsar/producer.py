@@ -9,6 +9,7 @@ commands that do not write to Pulsar.
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import threading
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,9 @@ from logstore_cli.logformat.partitioner import partition_for
 from logstore_cli.pulsar.admin import MessagePosition, TopicName
 
 SEND_TIMEOUT_MS = 30_000
+# What the C++ client logs goes through Python's logging (stderr, warnings and up unless -v), never
+# to its default, stdout: 'ingest --json' prints JSON lines alone there. The readers use it too.
+CLIENT_LOG = logging.getLogger("logstore_cli.pulsar.client")
 
 
 def producer_name(writer: str, attempt: str) -> str:
@@ -50,7 +54,9 @@ class PulsarLogProducer:
         self._pulsar = pulsar
         self._own_client = client is None
         self._client = client or pulsar.Client(
-            service_url, operation_timeout_seconds=max(1, send_timeout_ms // 1000)
+            service_url,
+            operation_timeout_seconds=max(1, send_timeout_ms // 1000),
+            logger=CLIENT_LOG,
         )
         self.topic = topic
         self.partitions = partitions
