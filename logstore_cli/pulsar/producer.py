@@ -73,6 +73,9 @@ class PulsarLogProducer:
                 producer_name=name,
                 batching_enabled=False,
                 send_timeout_millis=send_timeout_ms,
+                # An epoch holds more records than the client's queue (1000 by default): wait for
+                # room rather than fail the epoch with ProducerQueueIsFull.
+                block_if_queue_full=True,
                 message_routing_mode=pulsar.PartitionsRoutingMode.CustomPartition,
                 message_router=self._route,
             )
@@ -96,6 +99,7 @@ class PulsarLogProducer:
                 producer_name=f"{self._name}-m{partition}",
                 batching_enabled=False,
                 send_timeout_millis=self._timeout_ms,
+                block_if_queue_full=True,
             )
             self._markers[partition] = producer
 

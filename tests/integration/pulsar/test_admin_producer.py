@@ -212,3 +212,19 @@ def test_the_producer_writes_nothing_to_stdout(
         producer.send('{"id":1}', b"{}", {"logstore.kind": "+I"})
         assert producer.flush()[0] is not None
     assert capfd.readouterr().out == ""
+
+
+def test_an_epoch_larger_than_the_clients_queue_is_written_whole(
+    pulsar: PulsarInfo, pulsar_topic: str
+) -> None:
+    """The client queues 1000 messages by default: sending more before a flush waits for room
+    (it failed the epoch with ProducerQueueIsFull)."""
+    topic = TopicName.parse(pulsar_topic)
+    admin = PulsarAdmin(pulsar.web_url, timeout_s=30)
+    admin.create_topic(topic, 2, retention_minutes=-1, retention_mb=-1)
+    count = 2500
+    with PulsarLogProducer(pulsar.service_url, topic, 2, producer_name("w-1", "a-1")) as producer:
+        for i in range(count):
+            producer.send(json.dumps({"id": i}), b"{}", {"logstore.kind": "+I"})
+        producer.flush()
+    assert sum(len(_read(pulsar.service_url, topic.partition(p))) for p in range(2)) == count
