@@ -1193,9 +1193,11 @@ class Reads:
         return RowSchema.of(self.table.spec)
 
     def request(self, **changes: Any) -> ReadRequest:
-        if self.pulsar is not None:
-            changes["admin_url"] = self.pulsar.web_url
-        return read_request(self.table, self.bootstrap, **changes)
+        if self.pulsar is None:
+            return read_request(self.table, self.bootstrap, **changes)
+        # a Pulsar table's read: its service URL, and its admin API (as the CLI's read finds it)
+        changes["admin_url"] = self.pulsar.web_url
+        return read_request(self.table, self.pulsar.service_url, **changes)
 
 
 def _quiet_pulsar_log() -> Any:
@@ -1262,8 +1264,9 @@ class Follow:
         from logstore_cli.read import plan
 
         pulsar = {} if self.pulsar is None else {"admin_url": self.pulsar.web_url}
+        source = self.bootstrap if self.pulsar is None else self.pulsar.service_url
         req = read_request(
-            self.table, self.bootstrap, engine="spark" if engine == SPARK else "consumer",
+            self.table, source, engine="spark" if engine == SPARK else "consumer",
             level=level, start=plan.Start("latest"), follow=True, **pulsar,
         )  # fmt: skip
         sink = Recorder()
