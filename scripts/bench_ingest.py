@@ -32,11 +32,18 @@ each started for the run on loopback with its data in the run's directory, and s
 With several, the report has one section per warehouse and the median of each mode relative to
 the local one's (to the first warehouse named when local is not among them).
 
+``--log kafka,pulsar`` (or the flag repeated) measures the modes on each log system the same way:
+Kafka (the broker above) and Apache Pulsar (the project's standalone, ``logstore pulsar start``,
+started for the run with its data in the run's directory; Amoro's ``'log-store.type' = 'pulsar'``
+tables), one section each and each mode's median relative to Kafka's. The raw producer is
+confluent-kafka's: it runs on Kafka only. Several warehouses and several log systems in one run
+are refused (one dimension at a time).
+
 Usage: .venv/bin/python scripts/bench_ingest.py [--changes N] [--keys K] [--rounds R]
        [--partitions P] [--warmup N] [--bootstrap HOST:PORT] [--warehouse local|s3|hdfs,...]
-       [--json]
-Exit 0 when double-write / file-only <= 1.15 on every warehouse, 1 when above, 2 for bad
-arguments.
+       [--log kafka|pulsar,...] [--json]
+Exit 0 when double-write / file-only <= 1.15 on every warehouse (log system), 1 when above, 2 for
+bad arguments.
 """
 
 from __future__ import annotations
@@ -59,7 +66,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling: bench_warehouses
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its siblings: bench_warehouses, _logs
+from bench_logs import base_log, log_systems, logs_named_once, pulsar_started
 from bench_warehouses import (
     base_warehouse,
     format_sections,
@@ -102,6 +110,21 @@ class Options:
     bootstrap: str | None
     json: bool
     warehouses: tuple[str, ...] = ("local",)
+    logs: tuple[str, ...] = ("kafka",)
+
+    @property
+    def dimension(self) -> str:
+        """What the run compares: the log systems when it names several, else the warehouses."""
+        return "log" if len(self.logs) > 1 else "warehouse"
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return self.logs if self.dimension == "log" else self.warehouses
+
+
+def modes_on(log: str) -> tuple[str, ...]:
+    """The modes measured on ``log``: the raw producer is confluent-kafka's."""
+    return MODES if log == "kafka" else tuple(m for m in MODES if m != RAW)
 
 
 def _positive(text: str) -> int:
@@ -153,10 +176,25 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         "(comma-separated or repeated) are measured one after the other, with ratios to local "
         "(default: local)",
     )
+    ap.add_argument(
+        "--log",
+        type=log_systems,
+        action="append",
+        default=None,
+        help="the log system: kafka, pulsar (Pulsar's standalone started for the run); several "
+        "(comma-separated or repeated) are measured one after the other, with ratios to kafka "
+        "(default: kafka)",
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ns = ap.parse_args(argv)
     if ns.bootstrap is not None and not ns.bootstrap.strip():
         ap.error("argument --bootstrap: empty")
+    warehouses, logs = named_once(ns.warehouse), logs_named_once(ns.log)
+    if len(warehouses) > 1 and len(logs) > 1:
+        ap.error(
+            "argument --log: several log systems and several warehouses in one run: compare one "
+            "at a time (e.g. --log kafka,pulsar on one warehouse)"
+        )
     return Options(
         changes=ns.changes,
         keys=ns.keys,
@@ -165,7 +203,8 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         warmup=ns.changes if ns.warmup is None else min(ns.warmup, ns.changes),
         bootstrap=ns.bootstrap,
         json=ns.json,
-        warehouses=named_once(ns.warehouse),
+        warehouses=warehouses,
+        logs=logs,
     )
 
 
@@ -174,10 +213,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
 ROTATION = (LOG, FILE, DOUBLE, RAW)
 
 
-def round_order(round_no: int) -> list[str]:
+def round_order(round_no: int, modes: Sequence[str] = MODES) -> list[str]:
     """The modes of a round, rotated by one per round: none always runs first."""
-    shift = round_no % len(ROTATION)
-    return [*ROTATION[shift:], *ROTATION[:shift]]
+    rotation = [m for m in ROTATION if m in modes]
+    shift = round_no % len(rotation)
+    return [*rotation[shift:], *rotation[:shift]]
 
 
 @dataclass(frozen=True)
@@ -310,9 +350,16 @@ def report_json(result: Result, facts: Mapping[str, object]) -> dict[str, Any]:
     }
 
 
-def ratios(results: Mapping[str, Result]) -> dict[str, dict[str, float]]:
-    """Each warehouse's median of each mode over the base warehouse's (``base_warehouse``)."""
-    base = {m.mode: m.median_s for m in results[base_warehouse(list(results))].modes}
+def _base(kinds: Sequence[str], dimension: str) -> str:
+    return base_log(kinds) if dimension == "log" else base_warehouse(kinds)
+
+
+def ratios(
+    results: Mapping[str, Result], dimension: str = "warehouse"
+) -> dict[str, dict[str, float]]:
+    """Each warehouse's (log system's) median of each mode over the base one's: local (kafka),
+    else the first named. A mode the base did not run (Pulsar's raw producer) has none."""
+    base = {m.mode: m.median_s for m in results[_base(list(results), dimension)].modes}
     return {
         kind: {
             m.mode: m.median_s / base[m.mode] if base.get(m.mode) else float("inf")
@@ -324,18 +371,31 @@ def ratios(results: Mapping[str, Result]) -> dict[str, dict[str, float]]:
 
 
 def format_reports(
-    results: Mapping[str, Result], facts: Mapping[str, object], where: Mapping[str, str]
+    results: Mapping[str, Result],
+    facts: Mapping[str, object],
+    where: Mapping[str, str],
+    dimension: str = "warehouse",
 ) -> str:
-    """One warehouse: its report as ever. Several: a section each, then the ratios' table."""
-    return format_sections(results, facts, where, format_report, ratios(results), "mode")
+    """One warehouse: its report as ever. Several (or several log systems): a section each, then
+    the ratios' table."""
+    return format_sections(
+        results, facts, where, format_report, ratios(results, dimension), "mode", dimension,
+        base_of=lambda kinds: _base(kinds, dimension),
+    )  # fmt: skip
 
 
 def reports_json(
-    results: Mapping[str, Result], facts: Mapping[str, object], where: Mapping[str, str]
+    results: Mapping[str, Result],
+    facts: Mapping[str, object],
+    where: Mapping[str, str],
+    dimension: str = "warehouse",
 ) -> dict[str, Any]:
-    """One warehouse: its object as ever (with ``warehouse``). Several: one per warehouse, and
-    the ratios of each mode's median to the base warehouse's."""
-    return json_sections(results, facts, where, report_json, ratios(results))
+    """One warehouse: its object as ever (with ``warehouse``). Several (warehouses or log
+    systems, under ``warehouses`` or ``logs``): one each, and the ratios to the base one's."""
+    return json_sections(
+        results, facts, where, report_json, ratios(results, dimension), dimension,
+        base_of=lambda kinds: _base(kinds, dimension),
+    )  # fmt: skip
 
 
 # -- the machine ----------------------------------------------------------------------------------
@@ -445,9 +505,12 @@ def cpu_used(before: Mapping[str, float], after: Mapping[str, float]) -> dict[st
 
 @contextlib.contextmanager
 def _broker(opts: Options, root: Path) -> Iterator[tuple[str, int | None]]:
-    """The bootstrap servers, and the broker's pid when started here."""
+    """The bootstrap servers, and the broker's pid when started here ("" when no Kafka is used)."""
     if opts.bootstrap is not None:
         yield opts.bootstrap, None
+        return
+    if "kafka" not in opts.logs:
+        yield "", None
         return
     from logstore_cli.kafka import local_broker
 
@@ -457,6 +520,22 @@ def _broker(opts: Options, root: Path) -> Iterator[tuple[str, int | None]]:
         yield info.bootstrap, info.pid
     finally:
         local_broker.stop(state)
+
+
+@contextlib.contextmanager
+def _pulsar(opts: Options, root: Path) -> Iterator[Any]:
+    """The Pulsar standalone of the run, when it measures Pulsar; else None."""
+    if "pulsar" not in opts.logs:
+        yield None
+        return
+    with pulsar_started(root) as info:
+        yield info
+
+
+def _pulsar_client_version() -> str:
+    from importlib.metadata import version
+
+    return version("pulsar-client")
 
 
 @contextlib.contextmanager
@@ -502,7 +581,8 @@ def _end_gateway() -> None:
 
 
 class Bench:
-    """One Spark session, one warehouse, one broker: makes tables and times runs."""
+    """One Spark session, one warehouse, one log (a Kafka broker, or a Pulsar standalone when
+    ``pulsar`` is its ``PulsarInfo``): makes tables and times runs."""
 
     def __init__(
         self,
@@ -513,6 +593,7 @@ class Bench:
         stop: StopOnCtrlC,
         broker_pid: int | None,
         prefix: str = "",
+        pulsar: Any = None,
     ) -> None:
         from pyspark import SparkContext
 
@@ -525,9 +606,13 @@ class Bench:
         self.opts = opts
         self.stop = stop
         jvm = getattr(SparkContext._gateway, "proc", None)  # the JVM PySpark launched
-        self.cpu_roots = {"spark": getattr(jvm, "pid", None), "broker": broker_pid}
+        self.pulsar = pulsar
+        self.log = "kafka" if pulsar is None else "pulsar"
+        broker = broker_pid if pulsar is None else pulsar.pid  # the log's process: its CPU
+        self.cpu_roots = {"spark": getattr(jvm, "pid", None), "broker": broker}
         self.kafka = cfg.KafkaConfig(bootstrap_servers=bootstrap, timeout_s=KAFKA_TIMEOUT_S)
-        self.config = cfg.Config(warehouse=self.warehouse, kafka=self.kafka)
+        admin = cfg.PulsarConfig(admin_url=None if pulsar is None else pulsar.web_url)
+        self.config = cfg.Config(warehouse=self.warehouse, kafka=self.kafka, pulsar=admin)
         self.tables = 0
         self.spec = self._spec("bench.spec", "bench-spec")  # the model of every bench table
         self._records: dict[int, list[Encoded]] = {}
@@ -540,6 +625,8 @@ class Bench:
             "log-store.address": self.bootstrap,
             "log.system.partitions": str(self.opts.partitions),
         }
+        if self.pulsar is not None:  # Amoro's Pulsar table
+            props |= {"log-store.type": "pulsar", "log-store.address": self.pulsar.service_url}
         body = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
         return f"CREATE TABLE {name} ({COLUMNS}, PRIMARY KEY (id) NOT ENFORCED) WITH ({body});"
 
@@ -552,12 +639,17 @@ class Bench:
         from logstore_cli.provision import service
         from logstore_cli.provision.delta_spark import SparkDeltaStore
         from logstore_cli.provision.kafka_topics import KafkaTopicStore
+        from logstore_cli.provision.pulsar_topics import PulsarTopicStore
         from logstore_cli.provision.service import Stores
 
         self.tables += 1
         name = f"bench.{self.prefix}t{self.tables:03d}"
         spec = self._spec(name, f"bench-{self.prefix}t{self.tables:03d}")
-        topics = KafkaTopicStore(self.kafka)
+        topics: Any = (
+            KafkaTopicStore(self.kafka)
+            if self.pulsar is None
+            else PulsarTopicStore(self.config.pulsar, timeout_s=KAFKA_TIMEOUT_S)
+        )
         try:
             if self.config.remote_warehouse:  # as create-table does there: no Spark
                 from logstore_cli.provision.on_storage import create_tables_on
@@ -694,6 +786,7 @@ def measure(
     try:
         with (
             _broker(opts, root) as (bootstrap, broker_pid),
+            _pulsar(opts, root) as pulsar,
             started(opts.warehouses, root) as where,
             _spark(root, s3="s3" in where) as spark,
             # after the Spark start, which installs its own handler
@@ -701,20 +794,29 @@ def measure(
         ):
             results: dict[str, Result] = {}
             records = 0
-            for kind in opts.warehouses:
-                prefix = "" if len(opts.warehouses) == 1 else f"{kind}_"
-                bench = Bench(spark, where[kind], bootstrap, opts, stop, broker_pid, prefix)
-                if len(opts.warehouses) > 1:
-                    say(f"warehouse {kind}: {where[kind]}")
-                say(f"encoding the {opts.changes:,} changes for the raw producer (untimed) ...")
+            by_log = opts.dimension == "log"
+            logs = {"kafka": bootstrap or "-"}
+            if pulsar is not None:
+                logs["pulsar"] = pulsar.service_url
+            for kind in opts.kinds:
+                prefix = "" if len(opts.kinds) == 1 else f"{kind}_"
+                log = kind if by_log else opts.logs[0]
+                warehouse = where[opts.warehouses[0] if by_log else kind]
+                on_pulsar = pulsar if log == "pulsar" else None
+                bench = Bench(
+                    spark, warehouse, bootstrap, opts, stop, broker_pid, prefix, on_pulsar
+                )
+                if len(opts.kinds) > 1:
+                    say(f"{opts.dimension} {kind}: {logs[kind] if by_log else where[kind]}")
+                say(f"encoding the {opts.changes:,} changes (untimed) ...")
                 records = len(bench.records(opts.changes))
                 if opts.warmup:
                     say(f"warm-up: {opts.warmup:,} changes in each mode (untimed) ...")
-                    for mode in MODES:
+                    for mode in modes_on(log):
                         bench.run(mode, opts.warmup, -1)
                 runs = []
                 for r in range(opts.rounds):
-                    for mode in round_order(r):
+                    for mode in round_order(r, modes_on(log)):
                         run = bench.run(mode, opts.changes, r)
                         say(f"{kind} round {r + 1}/{opts.rounds} {mode}: {run.seconds:.2f} s")
                         runs.append(run)
@@ -732,6 +834,14 @@ def measure(
                 **machine_facts(opts.bootstrap is None),
                 "load_average": " | ".join(loads),
             }
+            if pulsar is not None:
+                facts["pulsar"] = "the standalone, started for the run"
+                facts["pulsar_client"] = _pulsar_client_version()
+            if by_log:
+                facts["warehouse"] = f"{opts.warehouses[0]}: {where[opts.warehouses[0]]}"
+                return results, facts, logs
+            if opts.logs != ("kafka",):
+                facts["log"] = opts.logs[0]
             return results, facts, where
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -757,9 +867,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"error: {exc}")
         return 1
     if opts.json:
-        print(json.dumps(reports_json(results, facts, where)))
+        print(json.dumps(reports_json(results, facts, where, opts.dimension)))
     else:
-        print(format_reports(results, facts, where))
+        print(format_reports(results, facts, where, opts.dimension))
     return 0 if all(r.within_target for r in results.values()) else 1
 
 

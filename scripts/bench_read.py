@@ -45,16 +45,26 @@ also after an error or Ctrl-C.
 ``--warehouse local,s3,hdfs`` (or the flag repeated) runs the whole benchmark on each warehouse, one
 after the other in one run and one Spark session: the project's own S3 server (versitygw) and HDFS
 (a MiniDFSCluster) are started for the run on loopback, with their data in the run's directory
-(``bench_warehouses.py``); the Spark engine's data source is given the warehouse's URI there (its
-following read, a stream, is left out there: it failed on S3 in the first run, not looked into
-yet). With several warehouses the report has one section each, then each case's median time and
+(``bench_warehouses.py``); the Spark engine's data source is given the warehouse's URI there. With several warehouses the report has one section each, then each case's median time and
 each following read's p99 relative to the local warehouse's (to the first one named without it).
+
+``--log kafka,pulsar`` (or the flag repeated) runs it on each log system the same way: Kafka (the
+broker above) and Apache Pulsar (the project's standalone, ``logstore pulsar start``, started for
+the run with its data in the run's directory; Amoro's ``'log-store.type' = 'pulsar'`` tables,
+filled with the Pulsar producer the ingest job uses), one section each and each case's figure
+relative to Kafka's. On Pulsar the cases are the raw consumer (what a user writes by hand with
+pulsar-client: a reader per partition from the earliest message, values parsed as JSON) and
+``consumer jsonl``, and the consumer engine's following reads; the ``consumer`` case (Kafka's
+``LogReader``) and the Spark engine (its data source reads Kafka only) are left out, saying so,
+and so is the throughput target. Several warehouses and several log systems in one run are
+refused (one dimension at a time).
 
 Usage: .venv/bin/python scripts/bench_read.py [--records N] [--partitions P] [--epoch-records E]
        [--rounds R] [--samples S] [--rate EPOCHS_PER_S] [--epoch-size K] [--spark-samples S]
-       [--no-spark] [--bootstrap HOST:PORT] [--warehouse local|s3|hdfs,...|DIR] [--json]
-Exit 0 when consumer / raw >= 0.7 and eventual p99 < 1 s (on every warehouse), 1 when not, 2 for
-bad arguments.
+       [--no-spark] [--bootstrap HOST:PORT] [--warehouse local|s3|hdfs,...|DIR]
+       [--log kafka|pulsar,...] [--json]
+Exit 0 when consumer / raw >= 0.7 (Kafka) and eventual p99 < 1 s (on every warehouse and log
+system), 1 when not, 2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -80,7 +90,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling: bench_warehouses
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its siblings: bench_warehouses, _logs
+from bench_logs import base_log, log_systems, logs_named_once, pulsar_started
 from bench_warehouses import (
     WAREHOUSES,
     base_warehouse,
@@ -131,6 +142,24 @@ class Options:
     warehouse: Path | None  # the local warehouse's directory (--warehouse DIR)
     json: bool
     warehouses: tuple[str, ...] = ("local",)
+    logs: tuple[str, ...] = ("kafka",)
+
+    @property
+    def dimension(self) -> str:
+        """What the run compares: the log systems when it names several, else the warehouses."""
+        return "log" if len(self.logs) > 1 else "warehouse"
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return self.logs if self.dimension == "log" else self.warehouses
+
+
+def cases_on(log: str, spark: bool) -> tuple[str, ...]:
+    """The throughput cases on ``log``: on Pulsar the raw consumer and ``consumer jsonl`` (the
+    ``consumer`` case is Kafka's ``LogReader``; the Spark engine reads Kafka only)."""
+    if log != "kafka":
+        return (RAW, JSONL)
+    return tuple(c for c in CASES if spark or c != SPARK)
 
 
 def _warehouse(text: str) -> list[str]:
@@ -220,6 +249,15 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         "path with a '/') for the local one's tables, dropped at the end (default: local, in a "
         "temporary directory)",
     )
+    ap.add_argument(
+        "--log",
+        type=log_systems,
+        action="append",
+        default=None,
+        help="the log system: kafka, pulsar (Pulsar's standalone started for the run); several "
+        "(comma-separated or repeated) are measured one after the other, with ratios to kafka "
+        "(default: kafka)",
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ns = ap.parse_args(argv)
     if ns.bootstrap is not None and not ns.bootstrap.strip():
@@ -229,6 +267,12 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     if len(dirs) > 1:
         ap.error(f"argument --warehouse: one directory at most, got {', '.join(dirs)}")
     kinds = named_once([["local" if v in dirs else v for v in given]] if given else None)
+    logs = logs_named_once(ns.log)
+    if len(kinds) > 1 and len(logs) > 1:
+        ap.error(
+            "argument --log: several log systems and several warehouses in one run: compare one "
+            "at a time (e.g. --log kafka,pulsar on one warehouse)"
+        )
     if ns.epoch_records > ns.records:
         ap.error(
             f"argument --epoch-records: {ns.epoch_records} is more than --records {ns.records}"
@@ -247,6 +291,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         warehouse=Path(dirs[0]) if dirs else None,
         json=ns.json,
         warehouses=kinds,
+        logs=logs,
     )
 
 
@@ -399,8 +444,8 @@ class Result:
 
     @property
     def consumer_ratio(self) -> float | None:
-        if self.throughput is None:
-            return None
+        if self.throughput is None or CONSUMER not in {c.case for c in self.throughput.cases}:
+            return None  # not measured (on Pulsar): no throughput target
         return self.throughput.case(CONSUMER).ratio
 
     @property
@@ -507,7 +552,13 @@ def report_json(result: Result, facts: Mapping[str, object]) -> dict[str, Any]:
     }
 
 
-def ratios(results: Mapping[str, Result]) -> dict[str, dict[str, float]]:
+def _base(kinds: Sequence[str], dimension: str) -> str:
+    return base_log(kinds) if dimension == "log" else base_warehouse(kinds)
+
+
+def ratios(
+    results: Mapping[str, Result], dimension: str = "warehouse"
+) -> dict[str, dict[str, float]]:
     """Each warehouse's median time of each throughput case (its whole time when it is timed
     whole) and p99 of each following read (``engine level p99``) over the base warehouse's; what
     the base warehouse did not measure, or measured as no time (a row can show before its
@@ -522,7 +573,7 @@ def ratios(results: Mapping[str, Result]) -> dict[str, dict[str, float]]:
             found[f"{x.engine} {x.level} p99"] = x.p99_s
         return found
 
-    base = times(results[base_warehouse(list(results))])
+    base = times(results[_base(list(results), dimension)])
     return {
         kind: {k: t / base[k] for k, t in times(r).items() if base.get(k, 0.0) > 0}
         for kind, r in results.items()
@@ -530,18 +581,31 @@ def ratios(results: Mapping[str, Result]) -> dict[str, dict[str, float]]:
 
 
 def format_reports(
-    results: Mapping[str, Result], facts: Mapping[str, object], where: Mapping[str, str]
+    results: Mapping[str, Result],
+    facts: Mapping[str, object],
+    where: Mapping[str, str],
+    dimension: str = "warehouse",
 ) -> str:
-    """One warehouse: its report as ever. Several: a section each, then the ratios' table."""
-    return format_sections(results, facts, where, format_report, ratios(results), "")
+    """One warehouse: its report as ever. Several (or several log systems): a section each, then
+    the ratios' table."""
+    return format_sections(
+        results, facts, where, format_report, ratios(results, dimension), "", dimension,
+        base_of=lambda kinds: _base(kinds, dimension),
+    )  # fmt: skip
 
 
 def reports_json(
-    results: Mapping[str, Result], facts: Mapping[str, object], where: Mapping[str, str]
+    results: Mapping[str, Result],
+    facts: Mapping[str, object],
+    where: Mapping[str, str],
+    dimension: str = "warehouse",
 ) -> dict[str, Any]:
-    """One warehouse: its object as ever (with ``warehouse``). Several: one per warehouse, and
-    the ratios to the base warehouse's."""
-    return json_sections(results, facts, where, report_json, ratios(results))
+    """One warehouse: its object as ever (with ``warehouse``). Several (warehouses or log
+    systems, under ``warehouses`` or ``logs``): one each, and the ratios to the base one's."""
+    return json_sections(
+        results, facts, where, report_json, ratios(results, dimension), dimension,
+        base_of=lambda kinds: _base(kinds, dimension),
+    )  # fmt: skip
 
 
 # -- the machine ----------------------------------------------------------------------------------
@@ -637,10 +701,24 @@ def cpu_used(before: Mapping[str, float], after: Mapping[str, float]) -> dict[st
 
 
 @contextlib.contextmanager
+def _pulsar(opts: Options, root: Path) -> Iterator[Any]:
+    """The Pulsar standalone of the run, when it measures Pulsar; else None."""
+    if "pulsar" not in opts.logs:
+        yield None
+        return
+    with pulsar_started(root) as info:
+        yield info
+
+
+@contextlib.contextmanager
 def _broker(opts: Options, root: Path) -> Iterator[tuple[str, int | None, str]]:
-    """The bootstrap servers, the broker's pid when known, and where it came from."""
+    """The bootstrap servers, the broker's pid when known, and where it came from ("" when the
+    run uses no Kafka)."""
     if opts.bootstrap is not None:
         yield opts.bootstrap, None, "--bootstrap"
+        return
+    if "kafka" not in opts.logs:
+        yield "", None, "not used"
         return
     from logstore_cli.kafka import local_broker
     from logstore_cli.paths import state_home
@@ -702,7 +780,14 @@ def _end_gateway() -> None:
 class Tables:
     """The run's tables (a Delta table and its topic each), dropped with their topics at the end."""
 
-    def __init__(self, spark: SparkSession, warehouse: str, bootstrap: str, partitions: int):
+    def __init__(
+        self,
+        spark: SparkSession,
+        warehouse: str,
+        bootstrap: str,
+        partitions: int,
+        pulsar: Any = None,  # the run's PulsarInfo: Amoro's Pulsar tables
+    ):
         from logstore_cli import config as cfg
 
         self.spark = spark
@@ -713,15 +798,27 @@ class Tables:
         self.kafka = cfg.KafkaConfig(bootstrap_servers=bootstrap, timeout_s=KAFKA_TIMEOUT_S)
         self.tag = secrets.token_hex(4)  # a --warehouse or broker may hold earlier runs' tables
         self.created: list[TableSpec] = []
+        self.pulsar = pulsar
+
+    def _topics(self) -> Any:
+        from logstore_cli.provision.kafka_topics import KafkaTopicStore
+
+        if self.pulsar is None:
+            return KafkaTopicStore(self.kafka)
+        from logstore_cli import config as cfg
+        from logstore_cli.provision.pulsar_topics import PulsarTopicStore
+
+        return PulsarTopicStore(
+            cfg.PulsarConfig(admin_url=self.pulsar.web_url), timeout_s=KAFKA_TIMEOUT_S
+        )
 
     def _stores(self) -> Any:
         from logstore_cli.provision.delta_spark import SparkDeltaStore
-        from logstore_cli.provision.kafka_topics import KafkaTopicStore
         from logstore_cli.provision.service import Stores
 
         spark = self.spark
         local = Path(self.warehouse)
-        return Stores(SparkDeltaStore(local, lambda: spark), KafkaTopicStore(self.kafka))
+        return Stores(SparkDeltaStore(local, lambda: spark), self._topics())
 
     def storage(self) -> Any:
         from logstore_cli.storage import open_storage
@@ -740,14 +837,15 @@ class Tables:
             "log-store.address": self.bootstrap,
             "log.system.partitions": str(self.partitions),
         }
+        if self.pulsar is not None:
+            props |= {"log-store.type": "pulsar", "log-store.address": self.pulsar.service_url}
         body = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
         ddl = f"CREATE TABLE {name} ({COLUMNS}, PRIMARY KEY (id) NOT ENFORCED) WITH ({body});"
         spec = parse_ddl(ddl, "bench.sql", ParseOptions())[0]
         if self.remote:  # as create-table does there: no Spark
-            from logstore_cli.provision.kafka_topics import KafkaTopicStore
             from logstore_cli.provision.on_storage import create_tables_on
 
-            topics = KafkaTopicStore(self.kafka)
+            topics = self._topics()
             try:
                 create_tables_on([spec], self.storage(), topics)
             finally:
@@ -767,10 +865,9 @@ class Tables:
         from logstore_cli.provision import service
 
         if self.remote:
-            from logstore_cli.provision.kafka_topics import KafkaTopicStore
             from logstore_cli.provision.on_storage import drop_table_on
 
-            storage, topics = self.storage(), KafkaTopicStore(self.kafka)
+            storage, topics = self.storage(), self._topics()
             try:
                 for spec in self.created:
                     drop_table_on(
@@ -811,14 +908,62 @@ def _attempt(epoch: int) -> str:
     return f"a-{epoch:012x}"
 
 
+class _PulsarWriter:
+    """The Pulsar producer the ingest job uses, behind ``LogProducer``'s calls here: format 1's
+    headers become message properties (``to_pulsar``), a marker goes to its partition."""
+
+    def __init__(self, service_url: str, table: StoredTable | StoredTableOn) -> None:
+        from logstore_cli.pulsar.admin import TopicName
+        from logstore_cli.pulsar.producer import PulsarLogProducer, producer_name
+
+        log = table.spec.log_store
+        assert log is not None
+        self.partitions = log.partitions
+        name = producer_name(WRITER_ID, secrets.token_hex(6))
+        topic = TopicName.parse(log.topic)
+        self.producer = PulsarLogProducer(service_url, topic, log.partitions, name)
+
+    def partition_count(self) -> int:
+        return self.partitions
+
+    def send(
+        self, key: bytes | None, value: bytes, headers: Any, partition: int | None = None
+    ) -> None:
+        from logstore_cli.logformat.pulsar_form import to_pulsar
+
+        text, payload, props = to_pulsar(key, value, headers)
+        if partition is None:
+            self.producer.send(text, payload, props)
+        else:
+            self.producer.send_marker(partition, payload, props)
+
+    def flush(self) -> None:
+        self.producer.flush()
+
+    def __enter__(self) -> _PulsarWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.producer.close()
+
+
+def _writer(table: StoredTable | StoredTableOn, bootstrap: str, pulsar: Any) -> Any:
+    """A producer of ``table``'s log: Kafka's ``LogProducer``, or the Pulsar one behind its calls."""
+    if pulsar is not None:
+        return _PulsarWriter(pulsar.service_url, table)
+    from logstore_cli.kafka.producer import LogProducer
+
+    assert table.spec.log_store is not None
+    return LogProducer(bootstrap, {}, table.spec.log_store.topic, timeout_s=KAFKA_TIMEOUT_S)
+
+
 def fill(
-    table: StoredTable | StoredTableOn, bootstrap: str, opts: Options
+    table: StoredTable | StoredTableOn, bootstrap: str, opts: Options, pulsar: Any = None
 ) -> tuple[int, int, float]:
     """Write ``opts.records`` generated change records in epochs of ``opts.epoch_records``, as the
     ingest job does: the epoch's records, flush, a marker to every partition, flush.
     ``(change records, markers, seconds)``."""
     from logstore_cli.ingest import generate, plan
-    from logstore_cli.kafka.producer import LogProducer
     from logstore_cli.logformat.wire import EpochEncoder, EpochId, RowKind, RowSchema
 
     spec = table.spec
@@ -833,7 +978,7 @@ def fill(
     )
     written = markers = 0
     began = time.perf_counter()
-    with LogProducer(bootstrap, {}, spec.log_store.topic, timeout_s=KAFKA_TIMEOUT_S) as producer:
+    with _writer(table, bootstrap, pulsar) as producer:
         partitions = producer.partition_count()
         epoch = 0
         while written < opts.records:
@@ -868,6 +1013,7 @@ class Reads:
         markers: int,
         cpu_roots: Mapping[str, int | None],
         warehouse: str = "",
+        pulsar: Any = None,  # the run's PulsarInfo when the table is on Pulsar
     ) -> None:
         from logstore_cli.read.consumer import SourceConf
 
@@ -881,11 +1027,13 @@ class Reads:
         self.records = changes + markers
         self.cpu_roots = cpu_roots
         self.conf = SourceConf(bootstrap, {}, self.topic, KAFKA_TIMEOUT_S)
+        self.pulsar = pulsar
 
     def run(self, case: str, round_no: int) -> Run:
         gc.collect()
         cpu0 = cpu_snapshot(self.cpu_roots)
-        cases = {RAW: self.raw, CONSUMER: self.consumer, JSONL: self.jsonl, SPARK: self.spark_read}
+        raw = self.raw if self.pulsar is None else self.raw_pulsar
+        cases = {RAW: raw, CONSUMER: self.consumer, JSONL: self.jsonl, SPARK: self.spark_read}
         startup, read = cases[case]()
         cpu = cpu_used(cpu0, cpu_snapshot(self.cpu_roots))
         if case != SPARK:
@@ -925,6 +1073,40 @@ class Reads:
             t2 = time.perf_counter()
         finally:
             consumer.close()
+        if seen != self.records:
+            raise RuntimeError(f"raw consumer: read {seen} records, expected {self.records}")
+        return t1 - t0, t2 - t1
+
+    def raw_pulsar(self) -> tuple[float, float]:
+        """What a user writes by hand with pulsar-client: a reader per partition from the earliest
+        message, values parsed as JSON, until each partition has none left."""
+        import pulsar
+
+        from logstore_cli.pulsar.admin import TopicName
+
+        assert self.pulsar is not None and self.table.spec.log_store is not None
+        topic = TopicName.parse(self.topic)
+        t0 = time.perf_counter()
+        client = pulsar.Client(
+            self.pulsar.service_url,
+            operation_timeout_seconds=int(KAFKA_TIMEOUT_S),
+            logger=_quiet_pulsar_log(),
+        )
+        try:
+            readers = [
+                client.create_reader(topic.partition(p), pulsar.MessageId.earliest)
+                for p in range(self.table.spec.log_store.partitions)
+            ]
+            t1 = time.perf_counter()
+            seen = 0
+            loads = json.loads
+            for reader in readers:
+                while reader.has_message_available():
+                    loads(reader.read_next(timeout_millis=int(KAFKA_TIMEOUT_S * 1000)).data())
+                    seen += 1
+            t2 = time.perf_counter()
+        finally:
+            client.close()
         if seen != self.records:
             raise RuntimeError(f"raw consumer: read {seen} records, expected {self.records}")
         return t1 - t0, t2 - t1
@@ -996,7 +1178,20 @@ class Reads:
         return RowSchema.of(self.table.spec)
 
     def request(self, **changes: Any) -> ReadRequest:
-        return read_request(self.table, self.bootstrap, **changes)
+        if self.pulsar is None:
+            return read_request(self.table, self.bootstrap, **changes)
+        # a Pulsar table's read: its service URL, and its admin API (as the CLI's read finds it)
+        changes["admin_url"] = self.pulsar.web_url
+        return read_request(self.table, self.pulsar.service_url, **changes)
+
+
+def _quiet_pulsar_log() -> Any:
+    """The C++ client's log, through Python's logging and warnings only (not on stdout)."""
+    import logging
+
+    log = logging.getLogger("bench_read.pulsar")
+    log.setLevel(logging.WARNING)
+    return log
 
 
 def read_request(table: StoredTable | StoredTableOn, bootstrap: str, **changes: Any) -> ReadRequest:
@@ -1040,21 +1235,24 @@ class Follow:
         bootstrap: str,
         spark: SparkSession | None,
         opts: Options,
+        pulsar: Any = None,  # the run's PulsarInfo when the table is on Pulsar
     ) -> None:
         self.table = table
         self.bootstrap = bootstrap
         self.spark = spark
         self.opts = opts
+        self.pulsar = pulsar
         self.next_id = 0
         self.next_epoch = 0
 
     def measure(self, engine: str, level: str, samples: int) -> Latency:
-        from logstore_cli.kafka.producer import LogProducer
         from logstore_cli.read import plan
 
+        pulsar = {} if self.pulsar is None else {"admin_url": self.pulsar.web_url}
+        source = self.bootstrap if self.pulsar is None else self.pulsar.service_url
         req = read_request(
-            self.table, self.bootstrap, engine="spark" if engine == SPARK else "consumer",
-            level=level, start=plan.Start("latest"), follow=True,
+            self.table, source, engine="spark" if engine == SPARK else "consumer",
+            level=level, start=plan.Start("latest"), follow=True, **pulsar,
         )  # fmt: skip
         sink = Recorder()
         stop = threading.Event()
@@ -1078,12 +1276,10 @@ class Follow:
             if failed:
                 raise RuntimeError(f"{engine} {level}: the following read failed: {failed[0]!r}")
 
-        assert self.table.spec.log_store is not None
-        topic = self.table.spec.log_store.topic
         reader = threading.Thread(target=read, name=f"follow-{engine}-{level}", daemon=True)
         reader.start()
         try:
-            with LogProducer(self.bootstrap, {}, topic, timeout_s=KAFKA_TIMEOUT_S) as producer:
+            with _writer(self.table, self.bootstrap, self.pulsar) as producer:
                 partitions = producer.partition_count()
                 # Until the reader shows a row, it may not be reading yet: one epoch every 50 ms.
                 deadline = time.monotonic() + CATCH_UP_S
@@ -1162,40 +1358,55 @@ def measure(
     try:
         with (
             _broker(opts, root) as (bootstrap, broker_pid, broker_source),
+            _pulsar(opts, root) as pulsar,
             started(opts.warehouses, root, opts.warehouse) as where,
             _spark(root, s3="s3" in where) as (spark, spark_start_s),
         ):
             from pyspark import SparkContext
 
             jvm = getattr(SparkContext._gateway, "proc", None)
-            cpu_roots = {"spark": getattr(jvm, "pid", None), "broker": broker_pid}
             results: dict[str, Result] = {}
             first_reads: dict[str, dict[str, float]] = {}
             fill_s: dict[str, float] = {}
             changes = markers = 0
-            for kind in opts.warehouses:
-                if len(opts.warehouses) > 1:
-                    say(f"warehouse {kind}: {where[kind]}")
-                use_spark = opts.spark
-                # Spark's following read (a stream) failed on S3 in the first run here
-                # (StreamingQueryException, no cause shown): left out off the local disk for now.
-                follow_spark = use_spark and kind == "local"
-                if opts.spark_samples and not follow_spark:
-                    say(
-                        f"  the spark engine's following read is left out on {kind} (it failed on S3 in its first run, not looked into yet)"
-                    )
-                tables = Tables(spark, where[kind], bootstrap, opts.partitions)
+            by_log = opts.dimension == "log"
+            logs = {"kafka": bootstrap or "-"}
+            if pulsar is not None:
+                logs["pulsar"] = pulsar.service_url
+            for kind in opts.kinds:
+                if len(opts.kinds) > 1:
+                    say(f"{opts.dimension} {kind}: {logs[kind] if by_log else where[kind]}")
+                log = kind if by_log else opts.logs[0]
+                wh_kind = opts.warehouses[0] if by_log else kind
+                on_pulsar = pulsar if log == "pulsar" else None
+                broker = broker_pid if on_pulsar is None else on_pulsar.pid  # the log's CPU
+                cpu_roots = {"spark": getattr(jvm, "pid", None), "broker": broker}
+                use_spark = opts.spark and log == "kafka"  # on every warehouse (a URI there)
+                follow_spark = use_spark
+                if opts.spark and not use_spark:
+                    say(f"  the spark engine's cases left out on {kind}: its data source reads "
+                        "Kafka only")  # fmt: skip
+                if log != "kafka":
+                    say(f"  the consumer case left out on {kind}: it is Kafka's LogReader")
+                tables = Tables(spark, where[wh_kind], bootstrap, opts.partitions, on_pulsar)
                 try:
                     say("creating the tables ...")
                     bulk = tables.create("bulk")
                     follow_table = tables.create("follow")
                     say(f"filling the topic with {opts.records:,} change records ...")
-                    changes, markers, fill_s[kind] = fill(bulk, bootstrap, opts)
+                    changes, markers, fill_s[kind] = fill(bulk, bootstrap, opts, on_pulsar)
                     session = spark if use_spark else None
                     reads = Reads(
-                        bulk, bootstrap, session, changes, markers, cpu_roots, where[kind]
+                        bulk,
+                        bootstrap,
+                        session,
+                        changes,
+                        markers,
+                        cpu_roots,
+                        where[wh_kind],
+                        on_pulsar,
                     )
-                    cases = [c for c in CASES if use_spark or c != SPARK]
+                    cases = list(cases_on(log, use_spark))
                     say("warm-up: one untimed read of each engine ...")
                     first_read: dict[str, float] = {}
                     for case in cases:
@@ -1209,7 +1420,7 @@ def measure(
                             say(f"{kind} round {r + 1}/{opts.rounds} {case}: {run.read_s:.3f} s")
                             runs.append(run)
                         loads.append(_load())
-                    follow = Follow(follow_table, bootstrap, spark, opts)
+                    follow = Follow(follow_table, bootstrap, spark, opts, on_pulsar)
                     latencies = []
                     spark_samples = opts.spark_samples if follow_spark else 0
                     for engine, samples in ((CONSUMER, opts.samples), (SPARK, spark_samples)):
@@ -1227,7 +1438,8 @@ def measure(
                 finally:
                     tables.drop_all()
                 results[kind] = Result(summarize(runs), tuple(latencies))
-        one = len(opts.warehouses) == 1
+        one = len(opts.kinds) == 1
+        first = opts.kinds[0]
         facts: dict[str, object] = {
             "records": changes + markers,
             "change_records": changes,
@@ -1235,11 +1447,11 @@ def measure(
             "partitions": opts.partitions,
             "epoch_records": opts.epoch_records,
             "rounds": opts.rounds,
-            "fill_s": round(fill_s[opts.warehouses[0]], 2)
+            "fill_s": round(fill_s[first], 2)
             if one
             else {k: round(t, 2) for k, t in fill_s.items()},
             "spark_session_start_s": round(spark_start_s, 2),
-            "first_read_s": {c: round(t, 3) for c, t in first_reads[opts.warehouses[0]].items()}
+            "first_read_s": {c: round(t, 3) for c, t in first_reads[first].items()}
             if one
             else {k: {c: round(t, 3) for c, t in f.items()} for k, f in first_reads.items()},
             "follow": f"{opts.rate:g} epochs/s of {opts.epoch_size} inserts",
@@ -1247,6 +1459,13 @@ def measure(
             **machine_facts(),
             "load_average": " | ".join(loads),
         }
+        if pulsar is not None:
+            facts["pulsar"] = f"{pulsar.service_url} (the standalone, started for the run)"
+        if by_log:
+            facts["warehouse"] = f"{opts.warehouses[0]}: {where[opts.warehouses[0]]}"
+            return results, facts, logs
+        if opts.logs != ("kafka",):
+            facts["log"] = opts.logs[0]
         return results, facts, where
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -1272,9 +1491,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"error: {exc}")
         return 1
     if opts.json:
-        print(json.dumps(reports_json(results, facts, where)))
+        print(json.dumps(reports_json(results, facts, where, opts.dimension)))
     else:
-        print(format_reports(results, facts, where))
+        print(format_reports(results, facts, where, opts.dimension))
     return 0 if all(r.within_target for r in results.values()) else 1
 
 

@@ -93,18 +93,22 @@ def format_sections(
     report: Callable[[R, Mapping[str, object]], str],
     ratios: Mapping[str, Mapping[str, float]],
     label: str,
+    dimension: str = "warehouse",
+    *,
+    base_of: Callable[[Sequence[str]], str] | None = None,
 ) -> str:
-    """One warehouse: its ``report`` as ever, saying where. Several: the facts, a section each,
-    then the ``ratios`` (warehouse -> row -> figure over the base warehouse's) as a table whose
-    rows are the base warehouse's, ``-`` where another has none."""
+    """One warehouse (or log system: ``dimension``): its ``report`` as ever, saying where.
+    Several: the facts, a section each, then the ``ratios`` (kind -> row -> figure over the base
+    one's, ``base_of`` the kinds; the base warehouse by default) as a table whose rows are the
+    base's, ``-`` where another has none."""
     if len(results) == 1:
         ((kind, result),) = results.items()
-        return report(result, {**facts, "warehouse": f"{kind}: {where[kind]}"})
+        return report(result, {**facts, dimension: f"{kind}: {where[kind]}"})
     lines = [f"{k}: {v}" for k, v in facts.items()]
     for kind, result in results.items():
-        lines += ["", f"== warehouse {kind}: {where[kind]}", report(result, {})]
+        lines += ["", f"== {dimension} {kind}: {where[kind]}", report(result, {})]
     kinds = list(results)
-    base = base_warehouse(kinds)
+    base = (base_of or base_warehouse)(kinds)
     width = max([len(label), *(len(name) for name in ratios[base])])
     lines += ["", f"median seconds relative to {base}"]
     lines.append(f"{label:{width}}" + "".join(f" {k:>7}" for k in kinds))
@@ -120,17 +124,21 @@ def json_sections(
     where: Mapping[str, str],
     report: Callable[[R, Mapping[str, object]], dict[str, Any]],
     ratios: Mapping[str, Mapping[str, float]],
+    dimension: str = "warehouse",
+    *,
+    base_of: Callable[[Sequence[str]], str] | None = None,
 ) -> dict[str, Any]:
-    """One warehouse: its ``report`` as ever (with ``warehouse`` and ``warehouse_uri``). Several:
-    one per warehouse, the ``ratios`` and their ``ratio_base``."""
+    """One warehouse (or log system: ``dimension``): its ``report`` as ever (with ``warehouse``
+    and ``warehouse_uri``, or ``log`` and ``log_uri``). Several: one each (under ``warehouses``
+    or ``logs``), the ``ratios`` and their ``ratio_base``."""
     if len(results) == 1:
         ((kind, result),) = results.items()
-        return report(result, {**facts, "warehouse": kind, "warehouse_uri": where[kind]})
+        return report(result, {**facts, dimension: kind, f"{dimension}_uri": where[kind]})
     sections = {k: {"uri": where[k], **report(r, {})} for k, r in results.items()}
     return {
         **facts,
-        "warehouses": sections,
-        "ratio_base": base_warehouse(list(results)),
+        f"{dimension}s": sections,
+        "ratio_base": (base_of or base_warehouse)(list(results)),
         "ratios": {k: {n: round(r, 3) for n, r in rows.items()} for k, rows in ratios.items()},
         "within_target": all(s.get("within_target", True) for s in sections.values()),
     }

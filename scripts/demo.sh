@@ -10,13 +10,18 @@
 #   --warehouse s3|hdfs        the same story with the Delta tables on the project's own S3 server
 #                              (versitygw) or HDFS (a MiniDFSCluster), started on 127.0.0.1 for the
 #                              run and stopped at its end; 'local' (a directory) is the default
+#   --log kafka|pulsar         the log system: 'kafka' (the default) or 'pulsar': the project's Pulsar
+#                              standalone, started for the run and stopped at its end, and the table
+#                              of configs/demo-pulsar.sql (Amoro's Pulsar DDL); local warehouse only
 #
 # Everything lives under .logstore/ in the repository (LOGSTORE_STATE_DIR and LOGSTORE_WAREHOUSE
 # move it; --clean removes a directory given that way only when the demo created it). The demo
 # uses its own broker: LOGSTORE_CONFIG and LOGSTORE_KAFKA_BOOTSTRAP_SERVERS are ignored. With s3 or
 # hdfs the state is .logstore/state-s3 or state-hdfs (a broker of its own: a topic belongs to one
 # warehouse) and holds the server's data, kept between runs; LOGSTORE_WAREHOUSE and the AWS_*
-# variables are ignored then (the server's own are used). The changes are reproducible:
+# variables are ignored then (the server's own are used). With pulsar the state and warehouse are
+# .logstore/state-pulsar and warehouse-pulsar (demo.orders there is a Pulsar table); LOGSTORE_CONFIG
+# and LOGSTORE_PULSAR_ADMIN_URL are ignored too. The changes are reproducible:
 # DEMO_SEED (42), DEMO_CHANGES (12000), DEMO_KEYS (500), DEMO_RATE (100 a second).
 # Exit 0 when every step worked and the stores agree, 1 otherwise, 2 for a bad argument.
 set -euo pipefail
@@ -28,10 +33,10 @@ ROOT=$PWD
 DEMO_HOME=$ROOT/.logstore
 MARK=.logstore-demo # in a directory the demo created: --clean may remove it
 
-usage() { sed -n '2,22s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,27s/^# \{0,1\}//p' "$0"; }
 bad_usage() { echo "demo.sh: error: $1" >&2; usage >&2; exit 2; }
 
-BACKEND=local CLEAN=""
+BACKEND=local LOG=kafka CLEAN=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --clean) CLEAN=1 ;;
@@ -48,16 +53,34 @@ while [ $# -gt 0 ]; do
         *) bad_usage "--warehouse '$BACKEND' is not a warehouse the demo knows: use local, s3 or hdfs" ;;
       esac
       ;;
+    --log | --log=*)
+      if [ "$1" = --log ]; then
+        [ $# -ge 2 ] || bad_usage "--log needs a value: kafka or pulsar"
+        LOG=$2
+        shift
+      else
+        LOG=${1#--log=}
+      fi
+      case "$LOG" in
+        kafka | pulsar) ;;
+        *) bad_usage "--log '$LOG' is not a log system the demo knows: use kafka or pulsar" ;;
+      esac
+      ;;
     -h | --help) usage; exit 0 ;;
     *) bad_usage "unknown argument '$1'" ;;
   esac
   shift
 done
+if [ "$LOG" = pulsar ] && [ "$BACKEND" != local ]; then
+  bad_usage "--log pulsar runs on the local warehouse only, not with --warehouse $BACKEND: drop one of the two"
+fi
 
 abspath() { case "$1" in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$ORIG_PWD" "$1" ;; esac; }
 if [ "$BACKEND" = local ]; then
-  STATE=$(abspath "${LOGSTORE_STATE_DIR:-$DEMO_HOME/state}")
-  WAREHOUSE=$(abspath "${LOGSTORE_WAREHOUSE:-$DEMO_HOME/warehouse}")
+  SUFFIX="" # a Pulsar demo.orders is another table: its own state (the standalone) and warehouse
+  [ "$LOG" = kafka ] || SUFFIX=-$LOG
+  STATE=$(abspath "${LOGSTORE_STATE_DIR:-$DEMO_HOME/state$SUFFIX}")
+  WAREHOUSE=$(abspath "${LOGSTORE_WAREHOUSE:-$DEMO_HOME/warehouse$SUFFIX}")
   export LOGSTORE_WAREHOUSE=$WAREHOUSE
 else
   # The warehouse is on the demo's server (set once it runs), its data in the state dir; only the
@@ -68,7 +91,7 @@ else
     AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ALLOW_HTTP
 fi
 export LOGSTORE_STATE_DIR=$STATE
-unset LOGSTORE_CONFIG LOGSTORE_KAFKA_BOOTSTRAP_SERVERS
+unset LOGSTORE_CONFIG LOGSTORE_KAFKA_BOOTSTRAP_SERVERS LOGSTORE_PULSAR_ADMIN_URL
 LS=$ROOT/.venv/bin/logstore
 PY=$ROOT/.venv/bin/python
 SERVER_DIR=$STATE/$BACKEND-server # the server's state, as scripts/s3-server.sh and hdfs-server.sh keep it
@@ -81,6 +104,7 @@ remove_demo_dir() {
   if [ ! -e "$dir" ] && [ ! -L "$dir" ]; then
     echo "  $dir: not there"
   elif [ "$dir" = "$DEMO_HOME/state" ] || [ "$dir" = "$DEMO_HOME/warehouse" ] \
+    || [ "$dir" = "$DEMO_HOME/state-pulsar" ] || [ "$dir" = "$DEMO_HOME/warehouse-pulsar" ] \
     || [ "$dir" = "$DEMO_HOME/state-s3" ] || [ "$dir" = "$DEMO_HOME/state-hdfs" ] \
     || { [ -d "$dir" ] && [ ! -L "$dir" ] && [ -f "$dir/$MARK" ]; }; then
     rm -rf -- "$dir"
@@ -97,6 +121,13 @@ clean() {
       echo "  stopped the demo's broker"
     else
       echo "  the demo's broker was not running"
+    fi
+  fi
+  if [ -d "$STATE/pulsar" ] && [ -x "$LS" ]; then
+    if [ "$("$LS" pulsar stop --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["stopped"])')" = True ]; then
+      echo "  stopped the demo's Pulsar standalone"
+    else
+      echo "  the demo's Pulsar standalone was not running"
     fi
   fi
   if [ "$BACKEND" != local ] && [ -d "$SERVER_DIR" ] && [ -x "$PY" ]; then
@@ -145,6 +176,16 @@ if sys.argv[1] not in {b["Name"] for b in client.list_buckets().get("Buckets", (
   say "warehouse: $WAREHOUSE"
 }
 
+# -- the Pulsar standalone (--log pulsar) ----------------------------------------------------------
+
+PULSAR_STARTED=""
+stop_pulsar() { # the demo's standalone only (its state dir's pid); the data stays for the next run
+  if [ -n "$PULSAR_STARTED" ]; then
+    PULSAR_STARTED=""
+    "$LS" pulsar stop >/dev/null 2>&1 || echo "demo: could not stop the Pulsar standalone of $STATE/pulsar" >&2
+  fi
+}
+
 if [ -n "$CLEAN" ]; then
   clean
   exit 0
@@ -159,6 +200,8 @@ RATE=${DEMO_RATE:-100}
 TABLE=demo.orders
 JOB=demo-$(date +%Y%m%d-%H%M%S)
 RUN=$STATE/demo-run # this run's --json outputs (replaced by the next run)
+# With Pulsar the DDL is a copy of configs/demo-pulsar.sql naming the standalone's address (step 2).
+if [ "$LOG" = kafka ]; then LOG_NAME=Kafka DDL=configs/demo.sql; else LOG_NAME=Pulsar DDL=$RUN/demo-pulsar.sql; fi
 TOTAL_STEPS=10
 [ "$BACKEND" = local ] || TOTAL_STEPS=11 # and the server's start
 STEP=0
@@ -187,6 +230,7 @@ on_exit() {
   local rc=$?
   stop_ingest
   stop_server
+  stop_pulsar
   if [ $rc -ne 0 ]; then
     printf '\ndemo: failed at step %d/%d (%s), exit %d; its outputs are in %s\n' \
       "$STEP" "$TOTAL_STEPS" "$STEP_NAME" "$rc" "$RUN" >&2
@@ -200,7 +244,7 @@ json() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eva
 
 # -- the story -----------------------------------------------------------------------------------
 
-printf '%slogstore demo%s: one table, two stores (a Delta table and a Kafka changelog), kept consistent\n' "$BOLD" "$OFF"
+printf '%slogstore demo%s: one table, two stores (a Delta table and a %s changelog), kept consistent\n' "$BOLD" "$OFF" "$LOG_NAME"
 if [ -n "$WAREHOUSE" ]; then say "state: $STATE" "warehouse: $WAREHOUSE"; else say "state: $STATE" "warehouse: on the demo's $BACKEND server (step 3)"; fi
 
 step "set-up" "scripts/setup.sh: .venv with logstore, the Delta and Kafka jars from Maven (once; then nothing to do)"
@@ -211,14 +255,32 @@ done
 rm -rf -- "$RUN" && mkdir -p -- "$RUN"
 step_done
 
-step "local Kafka broker" "a real single-node Kafka (KRaft) on 127.0.0.1, its data in the state dir; kept running between runs"
-if "$LS" broker status --json >"$RUN/broker.json" 2>/dev/null; then
-  say "already running"
+if [ "$LOG" = kafka ]; then
+  step "local Kafka broker" "a real single-node Kafka (KRaft) on 127.0.0.1, its data in the state dir; kept running between runs"
+  if "$LS" broker status --json >"$RUN/broker.json" 2>/dev/null; then
+    say "already running"
+  else
+    "$LS" broker start --json >"$RUN/broker.json"
+  fi
+  say "broker at $(json "$RUN/broker.json" 'd["bootstrap"]'), pid $(json "$RUN/broker.json" 'd["pid"]')"
+  step_done
 else
-  "$LS" broker start --json >"$RUN/broker.json"
+  step "local Pulsar standalone" "logstore pulsar start: Pulsar's own standalone (a broker, a bookie, RocksDB metadata) on 127.0.0.1,
+      its data in the state dir; ready when its public/default namespace exists; stopped when the demo ends, however it ends"
+  PULSAR_STARTED=1 # from here on it is stopped at the end, however the demo ends
+  if "$LS" pulsar status --json >"$RUN/pulsar.json" 2>/dev/null; then
+    say "already running (left by a run that was killed outright)"
+  else
+    "$LS" pulsar stop >/dev/null 2>&1 || true # one that runs but does not answer
+    "$LS" pulsar start --json >"$RUN/pulsar.json"
+  fi
+  PULSAR_URL=$(json "$RUN/pulsar.json" 'd["service_url"]')
+  say "Pulsar at $PULSAR_URL (admin API $(json "$RUN/pulsar.json" 'd["web_url"]')), pid $(json "$RUN/pulsar.json" 'd["pid"]')"
+  # Amoro's DDL names the service; the standalone's first start took free ports (kept since).
+  sed "s|pulsar://127\.0\.0\.1:6650|$PULSAR_URL|" configs/demo-pulsar.sql >"$DDL"
+  say "the DDL: configs/demo-pulsar.sql with this address, in $DDL"
+  step_done
 fi
-say "broker at $(json "$RUN/broker.json" 'd["bootstrap"]'), pid $(json "$RUN/broker.json" 'd["pid"]')"
-step_done
 
 if [ "$BACKEND" = s3 ]; then
   step "the S3 server" "scripts/s3-server.sh: versitygw (atomic conditional writes, as the writer lease needs) on 127.0.0.1,
@@ -232,14 +294,19 @@ elif [ "$BACKEND" = hdfs ]; then
   step_done
 fi
 
-step "validate the DDL" "configs/demo.sql: demo.orders in Amoro's Spark shape (USING delta TBLPROPERTIES 'log-store.enabled'),
+if [ "$LOG" = kafka ]; then
+  step "validate the DDL" "configs/demo.sql: demo.orders in Amoro's Spark shape (USING delta TBLPROPERTIES 'log-store.enabled'),
       demo.users in Paimon's Flink shape (WITH 'log.system' = 'kafka'); errors would point at FILE:LINE:COL"
-"$LS" validate configs/demo.sql
+else
+  step "validate the DDL" "demo.orders in Amoro's Spark shape with Amoro's Pulsar properties ('log-store.type' = 'pulsar',
+      'log-store.address' = 'pulsar://…'); errors would point at FILE:LINE:COL"
+fi
+"$LS" validate "$DDL"
 step_done
 
-step "create-table" "each table: a Delta table (Change Data Feed on, the DDL's properties) and its Kafka topic;
+step "create-table" "each table: a Delta table (Change Data Feed on, the DDL's properties) and its $LOG_NAME topic;
       --if-not-exists: an identical table is left as it is (starts Spark when there is something to create)"
-"$LS" create-table configs/demo.sql --if-not-exists
+"$LS" create-table "$DDL" --if-not-exists
 "$LS" list
 step_done
 
@@ -247,21 +314,22 @@ GEN=(--source generate --total "$CHANGES" --keys "$KEYS" --rate "$RATE" --seed "
   --update-ratio 0.6 --delete-ratio 0.2 --job "$JOB")
 
 step "ingest, killed mid-run" "job $JOB: $CHANGES generated changes (inserts, updates, deletes; seed $SEED) at $RATE/s;
-      each epoch goes to Kafka, then commits to Delta, then commit markers follow. SIGKILL lands mid-epoch."
+      each epoch goes to $LOG_NAME, then commits to Delta, then commit markers follow. SIGKILL lands mid-epoch."
 set -m # the job in its own process group: the CLI and its JVM are killed together
 "$LS" ingest "$TABLE" "${GEN[@]}" --trigger 1 --json >"$RUN/ingest-killed.jsonl" 2>"$RUN/ingest-killed.err" &
 INGEST_PID=$!
 set +m
 disown "$INGEST_PID" # reaped by the shell; no job notice when it is killed
 # Wait for the first committed epoch (the job's --json lines), printing epochs as they come.
-"$PY" - "$RUN/ingest-killed.jsonl" "$INGEST_PID" <<'EOF'
+"$PY" - "$RUN/ingest-killed.jsonl" "$INGEST_PID" "$LOG_NAME" <<'EOF'
 import json, os, sys, time
 path, pid, deadline, seen = sys.argv[1], int(sys.argv[2]), time.monotonic() + 300, 0
+log_name = sys.argv[3]
 while seen < 1:
     with open(path) as f:
         epochs = [e for e in map(json.loads, f.read().splitlines()) if e["event"] == "epoch"]
     for e in epochs[seen:]:
-        print(f"      epoch {e['epoch']}: {e['log_records']:,} records to Kafka, Delta version "
+        print(f"      epoch {e['epoch']}: {e['log_records']:,} records to {log_name}, Delta version "
               f"{e['delta_version']}, markers out ({e['seconds']:.1f} s)", flush=True)
     seen = len(epochs)
     try:
@@ -314,8 +382,9 @@ EOF
 "$LS" ingest "$TABLE" "${GEN[@]}" --once --json | tee "$RUN/ingest-restarted.jsonl" | "$PY" -c "$EPOCH_LINES"
 step_done
 
-step "read --mode log --consistent" "the Kafka log at the table's level: eventual (Amoro's consistency guarantee) emits at once
-      and retracts the killed attempt's records when its retry shows up; no JVM, confluent-kafka"
+if [ "$LOG" = kafka ]; then CLIENT=confluent-kafka; else CLIENT=pulsar-client; fi
+step "read --mode log --consistent" "the $LOG_NAME log at the table's level: eventual (Amoro's consistency guarantee) emits at once
+      and retracts the killed attempt's records when its retry shows up; no JVM, $CLIENT"
 "$LS" read "$TABLE" --mode log --consistent --output jsonl >"$RUN/log.jsonl"
 "$PY" - "$RUN/log.jsonl" <<'EOF'
 import json, sys
@@ -326,6 +395,15 @@ for n, c in zip(range(3), retractions):
     print(f"        {c['kind']} id={c['row']['id']}  (partition {c['partition']}, offset "
           f"{c['offset']}: epoch {c['epoch']} of writer {c['writer']})")
 EOF
+if [ "$LOG" = pulsar ]; then
+  # Every level reads Pulsar the same way; the summary checks each against the Delta table.
+  "$LS" read "$TABLE" --mode log --consistency committed --output jsonl >"$RUN/log-committed.jsonl"
+  snapshot=$(json "$RUN/status-killed.json" 'd["delta"]["version"]')
+  "$LS" read "$TABLE" --mode log --consistency committed --from "snapshot:$snapshot" --output jsonl >"$RUN/log-hybrid.jsonl"
+  say "also read: level committed (only what Delta committed, exactly once), and hybrid: --from snapshot:$snapshot" \
+    "(the Delta snapshot at the kill, then the log after it; message ids as 'ledger:entry:batch')" \
+    "not shown: read --engine spark (Spark's data source reads Kafka only) and vacuum (Kafka only)"
+fi
 step_done
 
 step "read --mode file" "the Delta table's snapshot (delta-rs: no JVM)"
@@ -340,12 +418,12 @@ say "$(json "$RUN/verify.json" '("equal" if d["equal"] else "NOT equal: " + str(
 step_done
 
 step "summary" "the two stores side by side, from the --json outputs in $RUN"
-"$PY" - "$RUN" "$CHANGES" "$JOB" "$verify_rc" "$killed_records" <<'EOF'
+"$PY" - "$RUN" "$CHANGES" "$JOB" "$verify_rc" "$killed_records" "$LOG_NAME" <<'EOF'
 import json, sys
 from pathlib import Path
 
 run, changes, job = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-verify_rc, killed_records = int(sys.argv[4]), int(sys.argv[5])
+verify_rc, killed_records, log_name = int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 KEY = "id"  # demo.orders' primary key
 
 
@@ -353,13 +431,19 @@ def lines(name):
     return [json.loads(line) for line in (run / name).read_text().splitlines() if line.strip()]
 
 
+def fold(changes):
+    """The changes, retractions applied, folded by key."""
+    out = {}
+    for c in changes:
+        if c["kind"] in ("+I", "+U"):
+            out[c["row"][KEY]] = c["row"]
+        else:
+            out.pop(c["row"][KEY], None)
+    return out
+
+
 log = lines("log.jsonl")
-folded = {}  # the log at eventual, retractions applied, folded by key
-for c in log:
-    if c["kind"] in ("+I", "+U"):
-        folded[c["row"][KEY]] = c["row"]
-    else:
-        folded.pop(c["row"][KEY], None)
+folded = fold(log)  # the log at eventual
 retracted = sum(1 for c in log if c.get("retraction"))
 file_rows = [c["row"] for c in lines("file.jsonl")]
 delta = {r[KEY]: r for r in file_rows}
@@ -374,8 +458,11 @@ checks = {
     "epochs: committed in the log = committed to Delta": vl["epochs"] == vd.get("epochs"),
     "retracted (eventual) = dropped (committed)": retracted == vl["dropped"],
 }
+for name, what in (("log-committed.jsonl", "committed"), ("log-hybrid.jsonl", "hybrid (snapshot, then the log)")):
+    if (run / name).exists():  # the Pulsar story reads these too
+        checks[f"the {what} read, folded by key, equals the Delta rows"] = fold(lines(name)) == delta
 rows = [
-    ("", "log (Kafka)", "file store (Delta)"),
+    ("", f"log ({log_name})", "file store (Delta)"),
     ("rows (= keys)", f"{len(folded):,}", f"{len(file_rows):,}"),
     ("keys, committed read", f"{vl['rows']:,}", f"{vd.get('rows', 0):,}"),
     ("epochs committed", f"{vl['epochs']:,}", f"{vd.get('epochs', 0):,}"),
@@ -404,10 +491,16 @@ EOF
 step_done
 
 stop_server # before the epilogue: the demo's server runs only while the demo does
+stop_pulsar
 printf '\n%sdemo done in %s.%s\n' "$BOLD" "$(since "$T0")" "$OFF"
 if [ "$ORIG_PWD" = "$ROOT" ]; then here=.venv/bin/logstore demo=scripts/demo.sh; else here=$LS demo=$ROOT/scripts/demo.sh; fi
 [ "$BACKEND" = local ] || demo="$demo --warehouse $BACKEND"
-if [ "$BACKEND" = local ]; then
+[ "$LOG" = kafka ] || demo="$demo --log $LOG"
+if [ "$LOG" = pulsar ]; then
+  look="Look around (the demo stopped its Pulsar standalone; start it again over the demo's topics):
+    export LOGSTORE_STATE_DIR=$STATE LOGSTORE_WAREHOUSE=$WAREHOUSE
+    $here pulsar start"
+elif [ "$BACKEND" = local ]; then
   look="Look around (the demo's tables live in its own state and warehouse):
     export LOGSTORE_STATE_DIR=$STATE LOGSTORE_WAREHOUSE=$WAREHOUSE"
 elif [ "$BACKEND" = s3 ]; then

@@ -27,7 +27,7 @@ from logstore_cli.logformat.wire import (
     encode_marker,
 )
 from logstore_cli.pulsar.admin import MessagePosition, PulsarAdmin, TopicName
-from logstore_cli.pulsar.producer import PulsarLogProducer, producer_name
+from logstore_cli.pulsar.producer import CLIENT_LOG, PulsarLogProducer, producer_name
 
 if TYPE_CHECKING:
     from logstore_cli.model import TableSpec
@@ -79,7 +79,9 @@ class PulsarLogSink(SparkLogSink):
         limit = admin.max_message_size() - METADATA_ALLOWANCE
         try:
             client = pulsar.Client(
-                target.service_url, operation_timeout_seconds=max(1, int(target.timeout_s))
+                target.service_url,
+                operation_timeout_seconds=max(1, int(target.timeout_s)),
+                logger=CLIENT_LOG,  # not stdout, where 'ingest --json' writes
             )
         except Exception as exc:
             raise BrokerError(f"cannot connect to Pulsar at {target.service_url}: {exc}") from None

@@ -9,6 +9,7 @@ commands that do not write to Pulsar.
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import threading
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,9 @@ from logstore_cli.logformat.partitioner import partition_for
 from logstore_cli.pulsar.admin import MessagePosition, TopicName
 
 SEND_TIMEOUT_MS = 30_000
+# What the C++ client logs goes through Python's logging (stderr, warnings and up unless -v), never
+# to its default, stdout: 'ingest --json' prints JSON lines alone there. The readers use it too.
+CLIENT_LOG = logging.getLogger("logstore_cli.pulsar.client")
 
 
 def producer_name(writer: str, attempt: str) -> str:
@@ -50,7 +54,9 @@ class PulsarLogProducer:
         self._pulsar = pulsar
         self._own_client = client is None
         self._client = client or pulsar.Client(
-            service_url, operation_timeout_seconds=max(1, send_timeout_ms // 1000)
+            service_url,
+            operation_timeout_seconds=max(1, send_timeout_ms // 1000),
+            logger=CLIENT_LOG,
         )
         self.topic = topic
         self.partitions = partitions
@@ -67,6 +73,9 @@ class PulsarLogProducer:
                 producer_name=name,
                 batching_enabled=False,
                 send_timeout_millis=send_timeout_ms,
+                # An epoch holds more records than the client's queue (1000 by default): wait for
+                # room rather than fail the epoch with ProducerQueueIsFull.
+                block_if_queue_full=True,
                 message_routing_mode=pulsar.PartitionsRoutingMode.CustomPartition,
                 message_router=self._route,
             )
@@ -90,6 +99,7 @@ class PulsarLogProducer:
                 producer_name=f"{self._name}-m{partition}",
                 batching_enabled=False,
                 send_timeout_millis=self._timeout_ms,
+                block_if_queue_full=True,
             )
             self._markers[partition] = producer
 

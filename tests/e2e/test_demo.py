@@ -1,5 +1,6 @@
 """``scripts/demo.sh`` as a new user runs it: the whole story, then again, then ``--clean``; on a
-local warehouse and, with ``--warehouse s3``, on the project's own S3 server.
+local warehouse and, with ``--warehouse s3``, on the project's own S3 server; with ``--log pulsar``
+the story once on the project's Pulsar standalone, then ``--clean``.
 
 The demo's state and warehouse are this test's (LOGSTORE_STATE_DIR / LOGSTORE_WAREHOUSE); it
 starts its own broker there (and its S3 server, whose data is in the state dir). The venv is the
@@ -54,7 +55,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _check_run(result: subprocess.CompletedProcess[str], warehouse: str, tmp: Path) -> None:
+def _check_run(
+    result: subprocess.CompletedProcess[str], warehouse: str, tmp: Path, *, log: str = "kafka"
+) -> None:
     out, steps = result.stdout, STEPS[warehouse]
     assert result.returncode == 0, out + result.stderr
     # every step announced, numbered, and timed
@@ -62,9 +65,12 @@ def _check_run(result: subprocess.CompletedProcess[str], warehouse: str, tmp: Pa
     assert numbers == list(range(1, steps + 1))
     assert len(re.findall(r"^      ✓ \d+\.\d s$", out, re.M)) == steps
     assert "the log and the file store agree." in out and "FAIL" not in out
-    clean = (
-        "scripts/demo.sh --clean" if warehouse == "local" else f"--warehouse {warehouse} --clean"
-    )
+    if log != "kafka":
+        clean = f"--log {log} --clean"
+    elif warehouse == "local":
+        clean = "scripts/demo.sh --clean"
+    else:
+        clean = f"--warehouse {warehouse} --clean"
     assert clean in out  # it says how to clean up
     assert "Traceback" not in result.stderr
     if warehouse == "s3":
@@ -137,3 +143,50 @@ def test_the_demo_runs_runs_again_and_cleans_up(tmp_path: Path, warehouse: str) 
     assert kept.returncode == 0 and "kept" in kept.stdout
     assert (tmp_path / "users-own").is_dir() and (tmp_path / "mine.txt").exists()
     print(f"demo: first run {took_first:.0f} s, again {took_again:.0f} s")
+
+
+@pytest.mark.pulsar
+def test_the_demo_runs_on_pulsar_and_cleans_up(tmp_path: Path) -> None:
+    """``--log pulsar``: Amoro's Pulsar DDL on the project's standalone, started for the run and
+    stopped at its end; the reads at every level and verify agree with Delta. One run (the
+    Kafka case shows a second one) and fewer changes: the same checks in less time."""
+    small = {"DEMO_CHANGES": "2000", "DEMO_RATE": "200"}
+    started = time.monotonic()
+    run = _demo(tmp_path, "--log", "pulsar", **small)
+    took = time.monotonic() - started
+    _check_run(run, "local", tmp_path, log="pulsar")
+    out = run.stdout
+    assert "a Delta table and a Pulsar changelog" in out and "log (Pulsar)" in out
+    assert "Kafka broker" not in out and not (tmp_path / "state" / "broker").exists()
+    s = _summary(tmp_path)
+    assert all(s["checks"].values()) and s["agree"] is True
+    # the committed and hybrid reads were checked against Delta as well
+    assert {k for k in s["checks"] if "committed read" in k or "hybrid" in k} == {
+        "the committed read, folded by key, equals the Delta rows",
+        "the hybrid (snapshot, then the log) read, folded by key, equals the Delta rows",
+    }
+    assert s["log_rows"] == s["delta_rows"] == s["log_keys_committed"] == s["delta_keys"] > 0
+    assert s["log_epochs"] == s["delta_epochs"] == s["run_epochs"] >= 2
+    assert s["retracted"] == s["dropped"] == s["killed_records"]
+    assert s["run_records"] > 0 and s["records"] == s["committed_changes"] + s["dropped"]
+    assert "demo.orders: created" in run.stderr
+    # the table is Amoro's Pulsar DDL with the standalone's address, and the standalone is stopped
+    info = json.loads((tmp_path / "state" / "demo-run" / "pulsar.json").read_text())
+    ddl = (tmp_path / "state" / "demo-run" / "demo-pulsar.sql").read_text()
+    assert '"log-store.type" = "pulsar"' in ddl
+    assert f'"log-store.address" = "{info["service_url"]}"' in ddl
+    assert not processes.alive(info["pid"])
+    assert "Spark's data source reads Kafka only" in out  # the steps it skips, and why
+
+    bad = _demo(tmp_path, "--log", "pulsar", "--warehouse", "s3")
+    assert bad.returncode == 2 and "local warehouse only" in bad.stderr
+    bad = _demo(tmp_path, "--log=redpanda")
+    assert (
+        bad.returncode == 2 and "--log 'redpanda'" in bad.stderr and "kafka or pulsar" in bad.stderr
+    )
+
+    clean = _demo(tmp_path, "--log", "pulsar", "--clean")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "Pulsar standalone was not running" in clean.stdout  # the run stopped it already
+    assert not (tmp_path / "state").exists() and not (tmp_path / "warehouse").exists()
+    print(f"demo on Pulsar: {took:.0f} s")

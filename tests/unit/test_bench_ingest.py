@@ -126,3 +126,61 @@ def test_several_warehouses_report_ratios_to_local(bench: ModuleType) -> None:
     one = bench.format_reports({"local": results["local"]}, {"changes": 100}, where)
     assert one.startswith("changes: 100\nwarehouse: local: /tmp/w\n") and "relative" not in one
     assert bench.reports_json({"s3": results["s3"]}, {}, where)["warehouse"] == "s3"
+
+
+def test_logs_default_kafka_and_take_several(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    opts = bench.parse_args([])
+    assert opts.logs == ("kafka",) and opts.dimension == "warehouse"
+    assert opts.kinds == ("local",)
+    pulsar = bench.parse_args(["--log", "pulsar", "--warehouse", "s3"])
+    assert pulsar.logs == ("pulsar",) and pulsar.kinds == ("s3",)  # one log: by warehouse
+    several = bench.parse_args(["--log", "pulsar,kafka", "--log=pulsar"])
+    assert several.logs == ("pulsar", "kafka")  # each once, in the order named
+    assert several.dimension == "log" and several.kinds == ("pulsar", "kafka")
+    assert bench.base_log(["pulsar", "kafka"]) == "kafka" and bench.base_log(["pulsar"]) == "pulsar"
+
+    with pytest.raises(SystemExit) as exit_info:
+        bench.parse_args(["--log", "kafka,redpanda"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--log: 'redpanda' is not a log system the benchmark knows: use kafka, pulsar" in err
+    with pytest.raises(SystemExit) as exit_info:  # one dimension at a time
+        bench.parse_args(["--log", "kafka,pulsar", "--warehouse", "local,s3"])
+    assert exit_info.value.code == 2
+    assert "several log systems and several warehouses" in capsys.readouterr().err
+
+
+def test_the_raw_producer_runs_on_kafka_only(bench: ModuleType) -> None:
+    assert bench.modes_on("kafka") == bench.MODES
+    on_pulsar = bench.modes_on("pulsar")
+    assert bench.RAW not in on_pulsar and set(on_pulsar) == set(bench.MODES) - {bench.RAW}
+    for r in range(3):  # the rotation without the raw producer: each mode leads once
+        assert sorted(bench.round_order(r, on_pulsar)) == sorted(on_pulsar)
+    assert {bench.round_order(r, on_pulsar)[0] for r in range(3)} == set(on_pulsar)
+
+
+def test_several_logs_report_ratios_to_kafka(bench: ModuleType) -> None:
+    secs = {bench.FILE: 10.0, bench.LOG: 4.0, bench.DOUBLE: 11.0}
+    pulsar = bench.summarize([bench.Run(m, 0, s * 2, s * 2, 100, {}, {}) for m, s in secs.items()])
+    results = {"pulsar": pulsar, "kafka": _result(bench, 1.0)}
+    where = {"kafka": "127.0.0.1:9092", "pulsar": "pulsar://127.0.0.1:6650"}
+    table = bench.ratios(results, "log")
+    assert table["kafka"] == {m: 1.0 for m in bench.MODES}
+    assert table["pulsar"] == {bench.FILE: 2.0, bench.LOG: 2.0, bench.DOUBLE: 2.0}  # no raw
+
+    text = bench.format_reports(results, {"changes": 100}, where, "log")
+    assert "== log pulsar: pulsar://127.0.0.1:6650" in text and "== log kafka: 127.0.0.1" in text
+    lines = text.splitlines()
+    at = lines.index("median seconds relative to kafka")
+    assert lines[at + 1].split() == ["mode", "pulsar", "kafka"]
+    assert ["double-write", "2.00", "1.00"] in [line.split() for line in lines[at:]]
+    # a mode the other log did not run (Pulsar has no raw producer) shows "-" there
+    (raw,) = [line.split() for line in lines[at:] if line.startswith(bench.RAW)]
+    assert raw[-2:] == ["-", "1.00"]
+    data = json.loads(json.dumps(bench.reports_json(results, {"changes": 100}, where, "log")))
+    assert data["ratio_base"] == "kafka" and data["ratios"]["pulsar"][bench.DOUBLE] == 2.0
+    assert data["logs"]["pulsar"]["uri"] == where["pulsar"] and "warehouses" not in data
+    one = bench.reports_json({"pulsar": pulsar}, {}, where, "log")
+    assert one["log"] == "pulsar" and one["log_uri"] == where["pulsar"]

@@ -240,3 +240,54 @@ def test_several_warehouses_report_ratios_to_local(bench: ModuleType) -> None:
     assert data["warehouses"]["s3"]["uri"] == "s3://b/w" and data["within_target"] is True
     one = bench.format_reports({"local": local}, {"records": 10}, where)
     assert one.startswith("records: 10\nwarehouse: local: /tmp/w\n") and "relative" not in one
+
+
+def test_logs_default_kafka_and_take_several(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    opts = bench.parse_args([])
+    assert opts.logs == ("kafka",) and opts.dimension == "warehouse" and opts.kinds == ("local",)
+    pulsar = bench.parse_args(["--log", "pulsar", "--no-spark"])
+    assert pulsar.logs == ("pulsar",) and pulsar.kinds == ("local",)
+    several = bench.parse_args(["--log", "pulsar", "--log", "kafka,pulsar", "--warehouse", "./wh"])
+    assert several.logs == ("pulsar", "kafka") and several.dimension == "log"
+    assert several.kinds == ("pulsar", "kafka") and several.warehouse == Path("wh")
+
+    with pytest.raises(SystemExit) as exit_info:
+        bench.parse_args(["--log=redpanda"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--log: 'redpanda' is not a log system the benchmark knows: use kafka, pulsar" in err
+    with pytest.raises(SystemExit) as exit_info:  # one dimension at a time
+        bench.parse_args(["--log", "kafka,pulsar", "--warehouse", "local,hdfs"])
+    assert exit_info.value.code == 2
+    assert "several log systems and several warehouses" in capsys.readouterr().err
+
+
+def test_the_cases_on_each_log(bench: ModuleType) -> None:
+    assert bench.cases_on("kafka", True) == bench.CASES
+    assert bench.cases_on("kafka", False) == tuple(c for c in bench.CASES if c != bench.SPARK)
+    # Pulsar: the raw consumer (pulsar-client) and the CLI's read; Kafka's LogReader and Spark not
+    assert bench.cases_on("pulsar", True) == (bench.RAW, bench.JSONL)
+
+
+def test_pulsar_has_no_throughput_target_and_ratios_to_kafka(bench: ModuleType) -> None:
+    kafka = _result(bench, 0.5)
+    runs = [r for r in _runs(bench) if r.case in (bench.RAW, bench.JSONL)]
+    slower = [bench.Run(r.case, r.round_no, r.startup_s, r.read_s * 2, r.records) for r in runs]
+    pulsar = bench.Result(bench.summarize(slower), kafka.latencies)
+    assert pulsar.consumer_ratio is None  # no consumer case: the target is Kafka's
+    assert pulsar.within_target  # its eventual p99 still counts
+    results = {"pulsar": pulsar, "kafka": kafka}
+    where = {"kafka": "127.0.0.1:9092", "pulsar": "pulsar://127.0.0.1:6650"}
+    table = bench.ratios(results, "log")
+    assert table["kafka"] == {name: 1.0 for name in table["kafka"]}
+    assert table["pulsar"]["raw consumer"] == pytest.approx(2.0)
+    assert "consumer" not in table["pulsar"] and "spark" not in table["pulsar"]
+    text = bench.format_reports(results, {"records": 10}, where, "log")
+    assert "== log pulsar: pulsar://127.0.0.1:6650" in text
+    assert "median seconds relative to kafka" in text
+    assert "consumer / raw consumer" not in text.split("== log kafka")[0]  # none for Pulsar
+    data = json.loads(json.dumps(bench.reports_json(results, {}, where, "log")))
+    assert data["ratio_base"] == "kafka" and data["ratios"]["pulsar"]["raw consumer"] == 2.0
+    assert data["logs"]["pulsar"]["uri"] == where["pulsar"] and "warehouses" not in data

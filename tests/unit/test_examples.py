@@ -29,6 +29,18 @@ def test_demo_ddl_parses_both_vocabularies() -> None:
     ]
 
 
+def test_demo_pulsar_ddl_is_amoros_pulsar_table() -> None:
+    """scripts/demo.sh --log pulsar replaces this address with its standalone's."""
+    text = (CONFIGS / "demo-pulsar.sql").read_text()
+    assert text.count("pulsar://127.0.0.1:6650") == 1
+    (orders,) = parse_ddl(text, "demo-pulsar.sql", ParseOptions())
+    assert orders.name == "demo.orders" and orders.log_store is not None
+    assert orders.log_store.system == "pulsar"
+    assert orders.log_store.address == "pulsar://127.0.0.1:6650"
+    assert orders.log_store.partitions == 3
+    assert orders.log_store.consistency.value == "eventual"
+
+
 def test_paimon_example_writes_debezium_json() -> None:
     (table,) = parse_ddl(
         (CONFIGS / "paimon.sql").read_text(),

@@ -196,3 +196,35 @@ def test_wire_format_1_through_pulsar_decodes_as_written(
         map(repr, sent)
     )
     assert [r for r in read if isinstance(r, CommitMarker)] == [marker, marker]
+
+
+def test_the_producer_writes_nothing_to_stdout(
+    pulsar: PulsarInfo, pulsar_topic: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The C++ client logs to stdout by default, where 'ingest --json' writes its JSON lines: its
+    log goes through Python's logging instead."""
+    topic = TopicName.parse(pulsar_topic)
+    PulsarAdmin(pulsar.web_url, timeout_s=30).create_topic(
+        topic, 1, retention_minutes=-1, retention_mb=-1
+    )
+    capfd.readouterr()
+    with PulsarLogProducer(pulsar.service_url, topic, 1, producer_name("w-1", "a-1")) as producer:
+        producer.send('{"id":1}', b"{}", {"logstore.kind": "+I"})
+        assert producer.flush()[0] is not None
+    assert capfd.readouterr().out == ""
+
+
+def test_an_epoch_larger_than_the_clients_queue_is_written_whole(
+    pulsar: PulsarInfo, pulsar_topic: str
+) -> None:
+    """The client queues 1000 messages by default: sending more before a flush waits for room
+    (it failed the epoch with ProducerQueueIsFull)."""
+    topic = TopicName.parse(pulsar_topic)
+    admin = PulsarAdmin(pulsar.web_url, timeout_s=30)
+    admin.create_topic(topic, 2, retention_minutes=-1, retention_mb=-1)
+    count = 2500
+    with PulsarLogProducer(pulsar.service_url, topic, 2, producer_name("w-1", "a-1")) as producer:
+        for i in range(count):
+            producer.send(json.dumps({"id": i}), b"{}", {"logstore.kind": "+I"})
+        producer.flush()
+    assert sum(len(_read(pulsar.service_url, topic.partition(p))) for p in range(2)) == count
