@@ -360,6 +360,34 @@ def test_killed_at_each_crash_point_in_turn_then_at_random_times(
     # eventual showed each failed attempt at once, then retracted each of its records
     retracted = sum(n for f in failed.values() for n in f.values())
     assert counts["eventual_retractions"] == retracted, (seed, counts, produced)
+    # Every publish of an epoch's markers is in the log, in every partition: none was dropped (on
+    # Pulsar, by the broker's deduplication taking a re-publish for a resend). An epoch's own run
+    # publishes them once, unless killed after its commit (after-commit); the restart after a kill
+    # re-publishes the latest committed epoch's (the start-up rule), and its replay of a batch
+    # Delta committed re-publishes that epoch's once more. Killed in epoch i + 1 at point i:
+    # epoch 0 (before-log in 1) 1 + 1, epoch 1 (after-log in 2) 1 + 1, epoch 2 once, epoch 3
+    # (after-commit) 0 + 1 + 1, epoch 4 (after-markers) 1 + 1 + 1, and once more for each random
+    # run that started while epoch 4 was still the latest.
+    assert CRASH_POINTS == ("before-log", "after-log", "after-commit", "after-markers")
+    copies = _marker_copies(log.read())
+    assert {e: copies[e] for e in range(4)} == {0: 2, 1: 2, 2: 1, 3: 2}, copies
+    assert copies[4] == 3 or (at_random and copies[4] > 3), copies
+
+
+def _marker_copies(log: list[LogRecord]) -> dict[int, int]:
+    """epoch -> how many of its markers each partition holds (the same in every partition)."""
+    per: dict[int, dict[int, int]] = {}
+    for r in log:
+        item = decode(r.key, r.value, r.headers)
+        if isinstance(item, CommitMarker):
+            in_epoch = per.setdefault(item.epoch.epoch, {})
+            in_epoch[r.partition] = in_epoch.get(r.partition, 0) + 1
+    out: dict[int, int] = {}
+    for epoch, by_partition in per.items():
+        assert len(by_partition) == PARTITIONS, (epoch, by_partition)
+        assert len(set(by_partition.values())) == 1, (epoch, by_partition)
+        out[epoch] = next(iter(by_partition.values()))
+    return out
 
 
 def test_a_debezium_json_topic_after_a_kill_mid_epoch_folds_to_delta_for_a_plain_consumer(
