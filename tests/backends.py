@@ -59,13 +59,15 @@ class Backend:
             return wh.table_path(store, parsed)
         return wh.table_storage(store, parsed)
 
-    def create(self, ddl: str, bootstrap: str, topic: str, partitions: int) -> TableLocation:
-        """The table of ``ddl`` and its topic without Spark (delta-rs or the seam writes what
-        ``create-table`` writes)."""
+    def write(self, ddl: str) -> TableLocation:
+        """The Delta table of ``ddl`` without Spark and without its topic (delta-rs or the seam
+        writes what ``create-table`` writes)."""
         store = self.warehouse
-        location: TableLocation = (
-            write_table(store, ddl) if isinstance(store, Path) else write_table_on(store, ddl)
-        )
+        return write_table(store, ddl) if isinstance(store, Path) else write_table_on(store, ddl)
+
+    def create(self, ddl: str, bootstrap: str, topic: str, partitions: int) -> TableLocation:
+        """The table of ``ddl`` (``write``) and its Kafka topic."""
+        location = self.write(ddl)
         with KafkaAdmin(bootstrap, timeout_s=15) as admin:
             admin.create_topic(topic, partitions, 1, {})
         return location

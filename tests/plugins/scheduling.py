@@ -56,7 +56,7 @@ MARKER_GROUPS = {"terminal": "terminal", "flink": "flink"}
 # Such a case is a unit of its own (its node id), not its module's: it joins its server's group and
 # the module's other cases stay apart, so a module parametrized over S3 and HDFS does not tie the
 # two servers' groups (and the module's local cases) into one worker's share.
-MARKER_SERVERS = {"s3": "s3_server", "hdfs": "hdfs_server"}
+MARKER_SERVERS = {"s3": "s3_server", "hdfs": "hdfs_server", "pulsar": "pulsar"}
 # Markers of the groups that run first: the longest units of work.
 HEAVY_MARKERS = frozenset({"crash", "fault", "stop", "demo", "flink", "terminal", *SERVER_GROUPS})
 

@@ -74,3 +74,23 @@ def test_a_case_marked_with_a_server_joins_its_group_alone_without_naming_its_fi
         "tests/b.py::t[hdfs]": "hdfs",
         "tests/c.py": "hdfs",
     }
+
+
+def test_a_case_marked_pulsar_joins_the_pulsar_group_alone() -> None:
+    """A case whose log is on Pulsar asks for the standalone at run time (the crash test's
+    ``local-pulsar``): its mark places it, by itself, with the modules using the ``pulsar``
+    fixture; its module's Kafka cases stay apart. A module's own ``pulsar`` mark (not the case's)
+    places nothing."""
+    items = [
+        FakeItem("tests/a.py::t1", ("pulsar",)),
+        FakeItem("tests/b.py::t[local]", ("backend", "log")),
+        FakeItem("tests/b.py::t[local-pulsar]", ("backend", "log"), ("pulsar",)),
+        FakeItem("tests/c.py::t1", ("spark",)),
+    ]
+    groups = module_groups(items)  # type: ignore[arg-type]
+    assert groups == {
+        "tests/a.py": "pulsar",
+        "tests/b.py": "tests/b.py",
+        "tests/b.py::t[local-pulsar]": "pulsar",
+        "tests/c.py": "tests/c.py",
+    }

@@ -10,7 +10,9 @@ the log equal to Delta.
 The first test runs on every warehouse backend (``backend``: local, S3, HDFS; the table, its lease,
 Spark's checkpoint and the Delta log on that backend, every check reading the table there). On the
 remote ones it kills at every crash point in turn but not at random times: each Spark job there
-costs more, and the random kills only add timings the local case already samples.
+costs more, and the random kills only add timings the local case already samples. It also runs
+with the table's log on Pulsar (``log``; ``local-pulsar``: Amoro's Pulsar DDL, a local warehouse),
+at every crash point in turn and without random kills, for the reason given in its docstring.
 Run alone with ``pytest -m crash``.
 """
 
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,11 +35,14 @@ from logstore_cli.catalog import epochs
 from logstore_cli.catalog.delta_log import TableLocation
 from logstore_cli.ingest.epoch import EPOCH_CRASH_POINTS as CRASH_POINTS
 from logstore_cli.jobs.ingest import KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_FILE_ENV
+from logstore_cli.kafka.admin import KafkaAdmin
 from logstore_cli.logformat.wire import ChangeRecord, CommitMarker, decode
+from logstore_cli.pulsar.local_standalone import PulsarInfo
 from tests import jobrun
-from tests.backends import Backend
+from tests.backends import BACKENDS, Backend
 
 from .ingest_support import (
+    LogRecord,
     assert_log_reads_equal_delta,
     changes,
     check_protocol,
@@ -59,6 +65,73 @@ RANDOM_FILES = 6  # epochs after the crash-point ones, for the random kills
 # Epochs after the crash-point ones on a remote backend: no random kills there, one epoch that a
 # run after the last kill commits on its own.
 REMOTE_FILES = 1
+PARTITIONS = 3
+# The cases of the first test: (warehouse backend, log system). Kafka on every backend; Pulsar on
+# a local warehouse, marked so that the scheduler runs it with the standalone's other users.
+CASES = [pytest.param(*b.values, "kafka", id=b.id, marks=b.marks) for b in BACKENDS] + [
+    pytest.param("local", "pulsar", id="local-pulsar", marks=pytest.mark.pulsar)
+]
+
+
+@dataclass(frozen=True)
+class CrashLog:
+    """The table's log: a topic on the session's Kafka broker, or a partitioned topic on the
+    Pulsar standalone (``pulsar`` set: Amoro's ``'log-store.type' = 'pulsar'``)."""
+
+    address: str  # bootstrap servers, or Pulsar's pulsar:// service URL
+    topic: str
+    pulsar: PulsarInfo | None = None
+
+    @property
+    def admin_url(self) -> str | None:
+        """Pulsar's admin REST API (what ``--pulsar-admin-url`` says to the CLI)."""
+        return None if self.pulsar is None else self.pulsar.web_url
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What a CLI run needs to reach the log."""
+        url = self.admin_url
+        return {} if url is None else {"LOGSTORE_PULSAR_ADMIN_URL": url}
+
+    def ddl(self) -> str:
+        extra = None if self.pulsar is None else {"log-store.type": "pulsar"}
+        return orders_ddl("shop.orders", self.topic, self.address, partitions=PARTITIONS,
+                          extra=extra)  # fmt: skip
+
+    def create_topic(self) -> None:
+        """The topic as create-table provisions it (on Pulsar: retention set, deduplication on)."""
+        if self.pulsar is None:
+            with KafkaAdmin(self.address, timeout_s=15) as admin:
+                admin.create_topic(self.topic, PARTITIONS, 1, {})
+            return
+        from logstore_cli import config as cfg
+        from logstore_cli.ddl import ParseOptions, parse_ddl
+        from logstore_cli.provision.pulsar_topics import PulsarTopicStore
+
+        (spec,) = parse_ddl(self.ddl(), "t.sql", ParseOptions())
+        assert spec.log_store is not None and spec.log_store.system == "pulsar"
+        store = PulsarTopicStore(cfg.PulsarConfig(admin_url=self.pulsar.web_url), timeout_s=30)
+        store.create(spec.log_store, PARTITIONS, None, {})
+
+    def read(self) -> list[LogRecord]:
+        """Every record, from the start of each partition: Kafka's consumer, or Pulsar's raw
+        client (its properties in Kafka's header order, ``offset`` the index in the partition)."""
+        if self.pulsar is None:
+            return read_log(self.address, self.topic)
+        from logstore_cli.pulsar.admin import TopicName
+        from tests.integration.pulsar.test_pulsar_ingest import log_records, read_topic
+
+        return log_records(read_topic(self.pulsar, TopicName.parse(self.topic)))
+
+
+@pytest.fixture
+def log(request: pytest.FixtureRequest, topic_name: str) -> CrashLog:
+    """The parameter's log system; its server asked for at run time (``CASES``' marks)."""
+    if request.param == "kafka":
+        return CrashLog(request.getfixturevalue("kafka_bootstrap"), topic_name)
+    assert request.param == "pulsar", request.param
+    pulsar: PulsarInfo = request.getfixturevalue("pulsar")
+    return CrashLog(pulsar.service_url, topic_name, pulsar)
 
 
 def _ingest(
@@ -72,44 +145,48 @@ def _ingest(
     )  # fmt: skip
 
 
-def _run_to_completion(warehouse: Path | str, source: Path, tmp: Path) -> None:
+def _run_to_completion(
+    warehouse: Path | str, source: Path, tmp: Path, env: dict[str, str] | None = None
+) -> None:
     """One restart finishes the job: the dead job's lease is taken over at once (its holder's
     process is gone on this host), the checkpoint says where to go on."""
-    code, _, err = jobrun.finish(_ingest(warehouse, source, tmp))
+    code, _, err = jobrun.finish(_ingest(warehouse, source, tmp, env))
     assert code == 0, err[-3000:]
 
 
 def _check(
-    backend: Backend, expected: dict[int, dict[str, object]], bootstrap: str, topic: str
+    backend: Backend, expected: dict[int, dict[str, object]], log: CrashLog
 ) -> dict[str, int]:
     path = backend.table()
     assert delta_state(path) == {k: normalized(v) for k, v in expected.items()}
     table = backend.load().spec
-    counts = check_protocol(table, path, read_log(bootstrap, topic))
-    return {**counts, **assert_log_reads_equal_delta(backend.warehouse, "shop.orders")}
+    counts = check_protocol(table, path, log.read())
+    reads = assert_log_reads_equal_delta(backend.warehouse, "shop.orders", admin_url=log.admin_url)
+    return {**counts, **reads}
 
 
 @pytest.fixture
 def setup(
-    backend: Backend, tmp_path: Path, kafka_bootstrap: str, topic_name: str
+    backend: Backend, tmp_path: Path, log: CrashLog
 ) -> Callable[[int, int], tuple[TableLocation, Path, dict[int, dict[str, object]]]]:
-    """The table on ``backend`` (without Spark: as create-table writes it) and ``files`` source
-    files of ``PER_FILE`` changes each."""
+    """The table on ``backend`` (without Spark: as create-table writes it), its topic on ``log``,
+    and ``files`` source files of ``PER_FILE`` changes each."""
 
     def make(seed: int, files: int) -> tuple[TableLocation, Path, dict[int, dict[str, object]]]:
-        ddl = orders_ddl("shop.orders", topic_name, kafka_bootstrap, partitions=3)
-        path = backend.create(ddl, kafka_bootstrap, topic_name, 3)
-        log = changes(files * PER_FILE, keys=120, seed=seed)
-        write_files(tmp_path / "in", [log[i : i + PER_FILE] for i in range(0, len(log), PER_FILE)])
-        return path, tmp_path / "in", fold(log)
+        path = backend.write(log.ddl())
+        log.create_topic()
+        written = changes(files * PER_FILE, keys=120, seed=seed)
+        batches = [written[i : i + PER_FILE] for i in range(0, len(written), PER_FILE)]
+        write_files(tmp_path / "in", batches)
+        return path, tmp_path / "in", fold(written)
 
     return make
 
 
-def _epoch_changes(bootstrap: str, topic: str) -> dict[int, dict[str, int]]:
-    """epoch -> {attempt: its change records in the log}."""
+def _epoch_changes(log: list[LogRecord]) -> dict[int, dict[str, int]]:
+    """epoch -> {attempt: its change records in ``log``}."""
     found: dict[int, dict[str, int]] = {}
-    for r in read_log(bootstrap, topic):
+    for r in log:
         item = decode(r.key, r.value, r.headers)
         if isinstance(item, ChangeRecord):
             per_attempt = found.setdefault(item.epoch.epoch, {})
@@ -195,10 +272,12 @@ def _kill_at_random_times(
     return landed
 
 
+@pytest.mark.parametrize(("backend", "log"), CASES, indirect=True)
 def test_killed_at_each_crash_point_in_turn_then_at_random_times(
     backend: Backend,
+    log: CrashLog,
     setup: Callable[[int, int], tuple[TableLocation, Path, dict[int, dict[str, object]]]],
-    tmp_path: Path, kafka_bootstrap: str, topic_name: str,
+    tmp_path: Path,
 ) -> None:  # fmt: skip
     """One job on one table, killed again and again, then run to its end.
 
@@ -218,47 +297,56 @@ def test_killed_at_each_crash_point_in_turn_then_at_random_times(
     in the log; ``eventual`` retracted exactly the failed attempts' records.
 
     On S3 and HDFS the same, without the random kills (the run after the last crash point goes on
-    to the end of the source)."""
+    to the end of the source).
+
+    With the log on Pulsar (``local-pulsar``) the same, without the random kills too: what Pulsar
+    changes is what each kill leaves in the log and how a restart writes after it (a failed
+    attempt's records kept under its own producer name, markers re-published by a producer of the
+    committed attempt's name that broker-side deduplication must not drop), which the crash points
+    reach deterministically; where in the epoch a random kill lands is the job's timing, which the
+    Kafka case samples, and each random run would cost another Spark start. Every check reads the
+    log from Pulsar: the raw client for the protocol, logstore's consumer engine and ``verify``
+    through the admin API."""
     seed = int(os.environ.get(SEED_ENV, time.time_ns() % 10_000))
     print(f"\n{SEED_ENV}={seed}")
     rnd = random.Random(seed)
-    at_random = backend.name == "local"
+    at_random = backend.name == "local" and log.pulsar is None
     point_files = len(CRASH_POINTS) + 1  # epoch 0 commits first; epoch i + 1 dies at point i
     files = point_files + (RANDOM_FILES if at_random else REMOTE_FILES)
     path, source, expected = setup(100 + seed, files)
     warehouse = backend.uri
-    log = changes(files * PER_FILE, keys=120, seed=100 + seed)  # setup's: one file per epoch
+    written = changes(files * PER_FILE, keys=120, seed=100 + seed)  # setup's: one file per epoch
     table = backend.load().spec
     for i, point in enumerate(CRASH_POINTS):
         epoch = i + 1
         code, _, err = jobrun.finish(
-            _ingest(warehouse, source, tmp_path, {KILL_AT_ENV: f"{point}:{epoch}"})
+            _ingest(warehouse, source, tmp_path, {**log.env, KILL_AT_ENV: f"{point}:{epoch}"})
         )
         assert code == KILLED, f"the fault hook did not kill the job at {point}:\n{err[-3000:]}"
         committed = {c.epoch.epoch for c in epochs.epoch_commits(path)}
         done = epoch + 1 if point in ("after-commit", "after-markers") else epoch
         assert committed == set(range(done)), (point, committed)
         assert delta_state(path) == {
-            k: normalized(v) for k, v in fold(log[: done * PER_FILE]).items()
+            k: normalized(v) for k, v in fold(written[: done * PER_FILE]).items()
         }, point
         if point == "after-commit":  # committed, its markers not out yet
             assert epoch not in {
                 item.epoch.epoch
-                for r in read_log(kafka_bootstrap, topic_name)
+                for r in log.read()
                 for item in [decode(r.key, r.value, r.headers)]
                 if isinstance(item, CommitMarker)
             }
         else:  # the restart recovered the kill before it (markers re-published, a failed attempt)
-            check_protocol(table, path, read_log(kafka_bootstrap, topic_name))
+            check_protocol(table, path, log.read())
 
     if at_random:
         landed = _kill_at_random_times(rnd, seed, backend, source, tmp_path, files - 1)
         print("kills inside a running epoch: " + ("; ".join(landed) or "none"))
         assert landed, f"{SEED_ENV}={seed}: no kill landed inside a running epoch"
-    _run_to_completion(warehouse, source, tmp_path)
+    _run_to_completion(warehouse, source, tmp_path, log.env)
 
-    counts = _check(backend, expected, kafka_bootstrap, topic_name)
-    produced = _epoch_changes(kafka_bootstrap, topic_name)
+    counts = _check(backend, expected, log)
+    produced = _epoch_changes(log.read())
     committed_attempt = {c.epoch.epoch: c.epoch.attempt for c in epochs.epoch_commits(path)}
     assert counts["epochs"] == len(committed_attempt), f"seed {seed}"
     _one_file_per_epoch({e: produced[e][a] for e, a in committed_attempt.items()}, files)
@@ -272,6 +360,34 @@ def test_killed_at_each_crash_point_in_turn_then_at_random_times(
     # eventual showed each failed attempt at once, then retracted each of its records
     retracted = sum(n for f in failed.values() for n in f.values())
     assert counts["eventual_retractions"] == retracted, (seed, counts, produced)
+    # Every publish of an epoch's markers is in the log, in every partition: none was dropped (on
+    # Pulsar, by the broker's deduplication taking a re-publish for a resend). An epoch's own run
+    # publishes them once, unless killed after its commit (after-commit); the restart after a kill
+    # re-publishes the latest committed epoch's (the start-up rule), and its replay of a batch
+    # Delta committed re-publishes that epoch's once more. Killed in epoch i + 1 at point i:
+    # epoch 0 (before-log in 1) 1 + 1, epoch 1 (after-log in 2) 1 + 1, epoch 2 once, epoch 3
+    # (after-commit) 0 + 1 + 1, epoch 4 (after-markers) 1 + 1 + 1, and once more for each random
+    # run that started while epoch 4 was still the latest.
+    assert CRASH_POINTS == ("before-log", "after-log", "after-commit", "after-markers")
+    copies = _marker_copies(log.read())
+    assert {e: copies[e] for e in range(4)} == {0: 2, 1: 2, 2: 1, 3: 2}, copies
+    assert copies[4] == 3 or (at_random and copies[4] > 3), copies
+
+
+def _marker_copies(log: list[LogRecord]) -> dict[int, int]:
+    """epoch -> how many of its markers each partition holds (the same in every partition)."""
+    per: dict[int, dict[int, int]] = {}
+    for r in log:
+        item = decode(r.key, r.value, r.headers)
+        if isinstance(item, CommitMarker):
+            in_epoch = per.setdefault(item.epoch.epoch, {})
+            in_epoch[r.partition] = in_epoch.get(r.partition, 0) + 1
+    out: dict[int, int] = {}
+    for epoch, by_partition in per.items():
+        assert len(by_partition) == PARTITIONS, (epoch, by_partition)
+        assert len(set(by_partition.values())) == 1, (epoch, by_partition)
+        out[epoch] = next(iter(by_partition.values()))
+    return out
 
 
 def test_a_debezium_json_topic_after_a_kill_mid_epoch_folds_to_delta_for_a_plain_consumer(
@@ -294,9 +410,9 @@ def test_a_debezium_json_topic_after_a_kill_mid_epoch_folds_to_delta_for_a_plain
     _run_to_completion(warehouse, source, tmp_path)
 
     local = Backend("local", str(warehouse), local=warehouse)
-    counts = _check(local, fold(log), kafka_bootstrap, topic_name)
+    counts = _check(local, fold(log), CrashLog(kafka_bootstrap, topic_name))
     assert counts["epochs"] == 3
-    produced = _epoch_changes(kafka_bootstrap, topic_name)
+    produced = _epoch_changes(read_log(kafka_bootstrap, topic_name))
     assert len(produced[1]) == 2, produced  # the killed attempt's records are in the topic
     records = read_log(kafka_bootstrap, topic_name)
     assert {dict(r.headers)["logstore.format"] for r in records} == {b"debezium-json"}

@@ -110,6 +110,18 @@ def read_topic(pulsar: PulsarInfo, topic: TopicName) -> list[Message]:
     return out
 
 
+def log_records(messages: list[Message]) -> list[LogRecord]:
+    """The messages as ``check_protocol`` takes a Kafka log: ``offset`` is the message's index in
+    its partition, and the properties (which Pulsar gives back by name, not in order) are sorted
+    into Kafka's header order."""
+    records = []
+    for m in messages:
+        key, value, headers = m.record()
+        headers.sort(key=lambda h: HEADERS.index(h[0]))
+        records.append(LogRecord(m.partition, m.index, key, value, headers))
+    return records
+
+
 def decoded(message: Message, schema: RowSchema) -> ChangeRecord | CommitMarker:
     found = decode(*message.record(), schema)
     assert isinstance(found, ChangeRecord | CommitMarker)
@@ -240,13 +252,7 @@ def test_a_marker_per_partition_per_epoch_after_its_records(run: Run) -> None:
 
 
 def test_the_committed_log_folds_to_the_delta_table(run: Run) -> None:
-    # Pulsar properties come back by name, not in order: check_protocol's header order is Kafka's
-    records = []
-    for m in run.messages_after_first:
-        key, value, headers = m.record()
-        headers.sort(key=lambda h: HEADERS.index(h[0]))
-        records.append(LogRecord(m.partition, m.index, key, value, headers))
-    counts = check_protocol(run.table, run.path, records)
+    counts = check_protocol(run.table, run.path, log_records(run.messages_after_first))
     assert counts["epochs"] == 2 and counts["partitions"] == PARTITIONS
 
 
