@@ -722,6 +722,16 @@ class ReaderDecider(TopicDecider):
         return decider
 
 
+class Bounds(Protocol):
+    """What a reader asks of its source for the bounds of a read (``LogSource``, and Pulsar's)."""
+
+    def watermarks(self) -> dict[int, tuple[int, int]]: ...
+
+    def offsets_for_time(self, timestamp_ms: int) -> dict[int, int]: ...
+
+    def close(self) -> None: ...
+
+
 class LogReader:
     """A log read: every partition of the topic through one consumer, decided at ``level``.
 
@@ -790,8 +800,12 @@ class LogReader:
     def pending(self) -> dict[int, list[PendingEpoch]]:
         return self._decider.pending()
 
+    def _bounds(self) -> Bounds:
+        """The source the bounds are asked of (a Pulsar reader's is its own, ``pulsar_source``)."""
+        return self._source
+
     def close(self) -> None:
-        self._source.close()
+        self._bounds().close()
 
     def __enter__(self) -> Self:
         return self
@@ -809,20 +823,21 @@ class LogReader:
     def start_offsets(self, start: Start | HybridStart) -> dict[int, int]:
         """Where each partition starts: ``--from`` earliest / latest / timestamp, or after a hybrid
         read's snapshot (partitions its commit does not name start at the earliest offset)."""
+        source = self._bounds()
         if isinstance(start, HybridStart):
-            marks = self._source.watermarks()
+            marks = source.watermarks()
             return {p: start.offsets.get(p, low) for p, (low, _) in marks.items()}
         if start.kind == "timestamp":
             assert start.timestamp_ms is not None
-            return self._source.offsets_for_time(start.timestamp_ms)
+            return source.offsets_for_time(start.timestamp_ms)
         if start.kind == "snapshot":
             raise ValueError("a snapshot start is a HybridStart (read.plan.hybrid_start)")
-        marks = self._source.watermarks()
+        marks = source.watermarks()
         return {p: low if start.kind == "earliest" else high for p, (low, high) in marks.items()}
 
     def end_offsets(self) -> dict[int, int]:
         """Each partition's high watermark now: the bound of a bounded read."""
-        return {p: high for p, (_, high) in self._source.watermarks().items()}
+        return {p: high for p, (_, high) in self._bounds().watermarks().items()}
 
     # -- the read ------------------------------------------------------------------------------------
 

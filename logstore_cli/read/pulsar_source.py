@@ -45,7 +45,6 @@ from logstore_cli.read.consumer import (
     ReadStats,
     SourceConf,
 )
-from logstore_cli.read.plan import HybridStart, Start
 
 log = logging.getLogger(__name__)
 
@@ -388,24 +387,10 @@ class PulsarLogReader(LogReader):
         self._pulsar_source = PulsarLogSource(conf, schema, reload_schema=reload_schema)
         self.topic = conf.topic
 
-    def close(self) -> None:
-        self._pulsar_source.close()
-
-    def start_offsets(self, start: Start | HybridStart) -> dict[int, int]:
-        source = self._pulsar_source
-        if isinstance(start, HybridStart):
-            # a partition the commit does not name held nothing then: all of it comes after
-            return {p: start.offsets.get(p, low) for p, (low, _) in source.watermarks().items()}
-        if start.kind == "timestamp":
-            assert start.timestamp_ms is not None
-            return source.offsets_for_time(start.timestamp_ms)
-        if start.kind == "snapshot":
-            raise ValueError("a snapshot start is a HybridStart (read.plan.hybrid_start)")
-        marks = source.watermarks()
-        return {p: low if start.kind == "earliest" else high for p, (low, high) in marks.items()}
-
-    def end_offsets(self) -> dict[int, int]:
-        return {p: high for p, (_, high) in self._pulsar_source.watermarks().items()}
+    def _bounds(self) -> PulsarLogSource:
+        # start_offsets, end_offsets and close are LogReader's, asked of the Pulsar source (a
+        # partition a hybrid start's commit does not name held nothing then: all of it comes after)
+        return self._pulsar_source
 
     def read(
         self,
