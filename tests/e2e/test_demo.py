@@ -1,6 +1,7 @@
-"""``scripts/demo.sh`` as a new user runs it: the whole story, then again, then ``--clean``; on a
-local warehouse and, with ``--warehouse s3``, on the project's own S3 server; with ``--log pulsar``
-the story once on the project's Pulsar standalone, then ``--clean``.
+"""``scripts/demo.sh`` as a new user runs it: the whole story, then again, then ``--clean``, on a
+local warehouse; with ``--warehouse s3`` the story once on the project's own S3 server, then
+``--clean``; with ``--log pulsar`` the story once on the project's Pulsar standalone, then
+``--clean``.
 
 The demo's state and warehouse are this test's (LOGSTORE_STATE_DIR / LOGSTORE_WAREHOUSE); it
 starts its own broker there (and its S3 server, whose data is in the state dir). The venv is the
@@ -87,6 +88,10 @@ def _check_run(
 
 @pytest.mark.parametrize("warehouse", ["local", pytest.param("s3", marks=pytest.mark.s3)])
 def test_the_demo_runs_runs_again_and_cleans_up(tmp_path: Path, warehouse: str) -> None:
+    """The story, then again (on a local warehouse: the second run finds the broker running and
+    the tables unchanged, and adds its epochs), then ``--clean``. On S3 the story once, then
+    ``--clean``: what a rerun adds is the same code on any warehouse, and each run costs minutes."""
+
     def demo(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         chosen = () if warehouse == "local" else ("--warehouse", warehouse)
         return _demo(tmp_path, *args, *chosen, **CHANGES[warehouse], **env)
@@ -105,27 +110,29 @@ def test_the_demo_runs_runs_again_and_cleans_up(tmp_path: Path, warehouse: str) 
     broker = json.loads((tmp_path / "state" / "demo-run" / "broker.json").read_text())
     assert "demo.orders: created" in first.stderr and "demo.users: created" in first.stderr
 
-    started = time.monotonic()
-    again = demo()
-    took_again = time.monotonic() - started
-    _check_run(again, warehouse, tmp_path)
-    s2 = _summary(tmp_path)
-    assert s2["job"] != s1["job"] and s2["agree"] is True
-    assert "exists, unchanged" in again.stderr and "already running" in again.stdout
-    # the same seeded changes: the same table; the log holds both runs
-    assert s2["delta_rows"] == s2["log_rows"] == s1["delta_rows"]
-    assert s2["log_epochs"] == s2["delta_epochs"] == s1["log_epochs"] + s2["run_epochs"]
-    assert s2["retracted"] == s2["dropped"] == s1["killed_records"] + s2["killed_records"]
-    assert s2["records"] == s2["committed_changes"] + s2["dropped"] > s1["records"]
+    took_again = 0.0
+    if warehouse == "local":  # run again (on S3 the story once: the rerun is the same code)
+        started = time.monotonic()
+        again = demo()
+        took_again = time.monotonic() - started
+        _check_run(again, warehouse, tmp_path)
+        s2 = _summary(tmp_path)
+        assert s2["job"] != s1["job"] and s2["agree"] is True
+        assert "exists, unchanged" in again.stderr and "already running" in again.stdout
+        # the same seeded changes: the same table; the log holds both runs
+        assert s2["delta_rows"] == s2["log_rows"] == s1["delta_rows"]
+        assert s2["log_epochs"] == s2["delta_epochs"] == s1["log_epochs"] + s2["run_epochs"]
+        assert s2["retracted"] == s2["dropped"] == s1["killed_records"] + s2["killed_records"]
+        assert s2["records"] == s2["committed_changes"] + s2["dropped"] > s1["records"]
 
-    bad = demo("--bogus")
-    assert bad.returncode == 2 and "unknown argument '--bogus'" in bad.stderr
-    bad = _demo(tmp_path, "--warehouse", "gcs")
-    assert (
-        bad.returncode == 2
-        and "--warehouse 'gcs'" in bad.stderr
-        and "local, s3 or hdfs" in bad.stderr
-    )
+        bad = demo("--bogus")
+        assert bad.returncode == 2 and "unknown argument '--bogus'" in bad.stderr
+        bad = _demo(tmp_path, "--warehouse", "gcs")
+        assert (
+            bad.returncode == 2
+            and "--warehouse 'gcs'" in bad.stderr
+            and "local, s3 or hdfs" in bad.stderr
+        )
 
     (tmp_path / "mine.txt").write_text("not the demo's")
     clean = demo("--clean")
