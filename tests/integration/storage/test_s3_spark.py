@@ -2,8 +2,10 @@
 the s3a settings (``storage.s3.s3a_spark_conf``) are enough to create a Delta table on
 ``s3a://bucket/prefix/…``, MERGE into it and read it back; delta-rs, opened with the seam's
 ``delta_rs_location``, then reads the same table and agrees. No key is ever on the JVM's command
-line: with the keys in the environment the JVM's AWS SDK chain finds them; with keys given as
-settings they reach the running JVM over PySpark's gateway (neither argv nor environment).
+line: with keys given as settings they reach the running JVM over PySpark's gateway (neither argv
+nor environment). (Keys in the environment, found by the JVM's AWS SDK chain, are what every
+S3 job of the CLI tests uses: tests/e2e/test_s3_ingest_cli.py, the crash and fence tests' [s3]
+cases; the chain's settings are unit-tested in tests/unit/jobs/test_spark_s3.py.)
 
 Each case runs its Spark job in a process of its own (``s3_spark_job.py``): the suite's shared
 ``spark`` JVM has no S3 jars and cannot gain them once started.
@@ -21,7 +23,7 @@ from typing import Any
 import pytest
 
 from logstore_cli.storage import delta_rs_location, open_storage
-from logstore_cli.storage.s3 import S3A_DEFAULT_CHAIN, S3A_KEYS_PROVIDER
+from logstore_cli.storage.s3 import S3A_KEYS_PROVIDER
 
 pytestmark = pytest.mark.s3
 
@@ -53,38 +55,35 @@ def _run_job(request: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     return result
 
 
-@pytest.mark.parametrize("keys_from", ["environment", "settings"])
-def test_delta_on_s3a_through_the_session_builder_is_read_back_by_delta_rs(
-    s3_jars: None, s3_env: dict[str, str], s3_bucket: str, tmp_path: Path, keys_from: str
+def test_delta_on_s3a_through_the_session_builder_with_keys_as_settings_is_read_back_by_delta_rs(
+    s3_jars: None, s3_env: dict[str, str], s3_bucket: str, tmp_path: Path
 ) -> None:
     secret = s3_env["AWS_SECRET_ACCESS_KEY"]
-    env = {**os.environ, **s3_env}
+    # Only the request (stdin) carries the keys: the JVM can get them from nowhere but the
+    # gateway; its environment has the endpoint and region alone.
+    env = {
+        k: v
+        for k, v in {**os.environ, **s3_env}.items()
+        if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+    }
     request: dict[str, Any] = {
         "table": f"s3a://{s3_bucket}/lake/wh/shop/orders",
         "work_dir": str(tmp_path / "spark"),
+        "keys": s3_env,
     }
-    if keys_from == "settings":
-        # Only the request (stdin) carries the keys: the JVM can get them from nowhere but the
-        # gateway; its environment has the endpoint and region alone.
-        request["keys"] = s3_env
-        env = {
-            k: v for k, v in env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-        }
 
     result = _run_job(request, env)
 
     assert result["rows"] == [[1, "a", 10], [2, "B", 21], [3, "c", 30], [4, "d", 40]]
     assert result["operations"] == [[0, "WRITE"], [1, "MERGE"]]
     assert result["hadoop_conf"]["fs.s3a.endpoint"] == s3_env["AWS_ENDPOINT_URL"]
-    provider = S3A_DEFAULT_CHAIN if keys_from == "environment" else S3A_KEYS_PROVIDER
-    assert result["hadoop_conf"]["fs.s3a.aws.credentials.provider"] == provider
+    assert result["hadoop_conf"]["fs.s3a.aws.credentials.provider"] == S3A_KEYS_PROVIDER
     assert result["snapshot_partitions"] == "2"  # a loopback master's default: small tables
     cmdline = result["jvm_cmdline"]
     assert "hadoop-aws-3.4.1.jar" in cmdline and "bundle-2.24.6.jar" in cmdline
     assert "spark.hadoop.fs.s3a.endpoint=" in cmdline
     assert secret not in cmdline and "secret.key" not in cmdline
-    if keys_from == "settings":
-        assert secret not in result["jvm_environ"]
+    assert secret not in result["jvm_environ"]
 
     # delta-rs through the seam's location and storage options reads what Spark wrote.
     from deltalake import DeltaTable
