@@ -135,17 +135,11 @@ def pulsar_admin_url(ctx: Context, log: LogStoreSpec) -> str:
 
 
 def _local_pulsar() -> tuple[str, str] | None:
-    """(service URL, admin URL) of the local standalone's last start ('logstore pulsar start'):
-    a restart keeps its ports, so a stopped one still names where it will be."""
-    from logstore_cli.errors import LogstoreError
+    """(service URL, admin URL) of the local standalone's last start ('logstore pulsar start')."""
     from logstore_cli.paths import state_home
     from logstore_cli.pulsar import local_standalone
 
-    try:
-        info = local_standalone.read_state(state_home())
-    except LogstoreError:
-        return None
-    return (info.service_url, info.web_url) if info is not None else None
+    return local_standalone.last_urls(state_home())
 
 
 @contextmanager

@@ -1,5 +1,6 @@
 """``logstore vacuum TABLE``: Delta VACUUM with delta-rs (no JVM) that keeps the files a hybrid read
-can still need; see ``catalog/vacuum.py``. Contacts Kafka only for a table with a log store."""
+can still need; see ``catalog/vacuum.py``. Asks the log (Kafka, or Pulsar's admin API and a reader)
+where it starts only for a table with a log store."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import typer
 from rich.console import Console
 
 from logstore_cli.catalog.tables import StoredTableOn
-from logstore_cli.cli.context import make_context
+from logstore_cli.cli.context import make_context, pulsar_admin_url
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, text
 from logstore_cli.config import Overrides, Uses
@@ -57,13 +58,17 @@ def vacuum(
     log_start = None
     log = stored.spec.log_store
     if log is not None and log.system == "pulsar":
-        # What a hybrid read still needs depends on where the log starts, not asked of Pulsar yet.
-        from logstore_cli.errors import LogSystemNotSupportedError
+        # Where each partition's log now starts, in the read engine's ordered positions, as the
+        # commit metadata's message ids become for a hybrid read (read.hybrid).
+        from logstore_cli.read.consumer import SourceConf
+        from logstore_cli.read.hybrid import log_start_offsets
 
-        raise LogSystemNotSupportedError(
-            stored.ref.name, "vacuum", "vacuum keeps what a hybrid read from the log needs"
-        )
-    if log is not None:
+        conf = SourceConf(
+            log.address, {}, log.topic, ctx.config.kafka.timeout_s,
+            system=log.system, admin_url=pulsar_admin_url(ctx, log),
+        )  # fmt: skip
+        log_start = log_start_offsets(conf)
+    elif log is not None:
         from logstore_cli.provision.kafka_topics import KafkaTopicStore
 
         topics = KafkaTopicStore(ctx.config.kafka)

@@ -10,10 +10,17 @@ The path is a table name of the warehouse; the options are ``OPTIONS``. Everythi
 the driver when ``load()`` runs (the table, the level, the start); a bad option or value fails
 there, with a message that names the option and its valid values.
 
-**Batch.** One Spark partition per Kafka partition, ``[start, end)`` fixed when the query is
+**Batch.** One Spark partition per log partition, ``[start, end)`` fixed when the query is
 planned (``end``: the high watermark then), so a read is bounded and the same on a retry. Each task
 runs one ``PartitionDecider`` (``logformat/consistency.py``) over its partition and yields Arrow
 record batches.
+
+**Log systems.** The table's ``log.system`` picks the source (``read.consumer.open_source``):
+Kafka's, or Pulsar's (``read.pulsar_source``, whose module and pulsar-client an executor imports
+only for a Pulsar table). Positions are ordered integers either way: Kafka offsets, or Pulsar
+message ids as ordinals (``logformat.pulsar_form``); ranges and stream offsets hold them as they
+are, and ``_ls_offset`` shows a Pulsar one as its message id, ``"ledger:entry:batch"`` (a string
+column: an ordinal does not fit a bigint), as the consumer engine prints it.
 
 **Stream** (``readStream``; ``SimpleDataSourceStreamReader``: the driver reads each micro-batch).
 The offset is, per partition, the decider's ``ResumePoint`` (``{"p0": {...}, "p1": {...}}``): the
@@ -63,7 +70,7 @@ from logstore_cli.logformat.consistency import (
 from logstore_cli.logformat.wire import RowSchema
 from logstore_cli.model import ColumnSpec
 from logstore_cli.read import plan
-from logstore_cli.read.consumer import Collections, LogReader, LogSource, SourceConf
+from logstore_cli.read.consumer import Collections, SourceConf, open_reader, open_source
 from logstore_cli.read.hybrid import resolve_hybrid
 
 if TYPE_CHECKING:
@@ -71,6 +78,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from logstore_cli.catalog.delta_log import TableLocation
+    from logstore_cli.read.consumer import LogSource
+    from logstore_cli.read.pulsar_source import PulsarLogSource
 
 SOURCE_NAME: Final = "logstore"
 KIND: Final = "_ls_kind"
@@ -98,6 +107,7 @@ OPTIONS: Final[Mapping[str, str]] = {
         "warehouse",
         "bootstrap",
         "kafkaTimeout",
+        "pulsarAdminUrl",
     )
 }
 ARROW_CHUNK: Final = 8_192  # rows per Arrow record batch
@@ -231,9 +241,15 @@ class ReadSpec:
         """A new confirmer (it caches the commits it read): one per task or stream reader."""
         return EpochConfirmer(table_location(self.table_path)) if self.table_path else None
 
+    @property
+    def pulsar(self) -> bool:
+        return self.source.system == "pulsar"
+
     def ddl(self) -> str:
-        """The Spark schema: the table's columns, then ``META_COLUMNS``."""
-        columns = [*self.schema.columns, *META_COLUMNS]
+        """The Spark schema: the table's columns, then ``META_COLUMNS`` (on Pulsar ``_ls_offset``
+        is the message id's text)."""
+        meta = [(n, "string" if n == OFFSET and self.pulsar else t) for n, t in META_COLUMNS]
+        columns = [*self.schema.columns, *meta]
         return ", ".join(f"{_quote(name)} {sql_type}" for name, sql_type in columns)
 
 
@@ -284,6 +300,24 @@ def _default_bootstrap(config: cfg.Config) -> str | None:
 
     home = state_home()
     return local_state.local_bootstrap(home) or local_state.last_local_bootstrap(home)
+
+
+def _pulsar_admin_url(options: Mapping[str, str], config: cfg.Config, service_url: str) -> str:
+    """The ``pulsarAdminUrl`` option, else the config's ``[pulsar] admin_url``, else the local
+    standalone's when the table's log is on it, else port 8080 of its first host (as the CLI
+    resolves it, ``cli.context.pulsar_admin_url``)."""
+    from logstore_cli.paths import state_home
+    from logstore_cli.pulsar.admin import admin_url_for
+    from logstore_cli.pulsar.local_standalone import last_urls
+
+    given = (options.get("pulsaradminurl") or "").strip()
+    if "pulsaradminurl" in options and not given.startswith(("http://", "https://")):
+        raise _bad_value(
+            "pulsarAdminUrl", options["pulsaradminurl"], "http[s]://host:port",
+            "http://127.0.0.1:8080",
+        )  # fmt: skip
+    configured = given or config.pulsar.admin_url
+    return admin_url_for(service_url, configured, None if configured else last_urls(state_home()))
 
 
 def resolve(options: Mapping[str, str]) -> ReadSpec:
@@ -351,7 +385,13 @@ def resolve(options: Mapping[str, str]) -> ReadSpec:
     mode = plan.check_changelog(changelog, level)
     client = dict(config.kafka.client)
     client.update(log.client_properties)  # the table's own keys win, as in the CLI
-    source = SourceConf(bootstrap or log.address, client, log.topic, timeout_s)
+    admin_url = None
+    if log.system == "pulsar":
+        admin_url = _pulsar_admin_url(lowered, config, bootstrap or log.address)
+    source = SourceConf(
+        bootstrap or log.address, client, log.topic, timeout_s,
+        system=log.system, admin_url=admin_url,
+    )  # fmt: skip
     batch_start: plan.Start | plan.HybridStart = start or plan.default_start(log, follow=False)
     stream_start: plan.Start | plan.HybridStart = start or plan.default_start(log, follow=True)
     through: dict[str, int] = {}
@@ -392,6 +432,7 @@ class _ArrowRows:
         self.arrow = to_arrow_schema(schema)
         self.names = spec.schema.names
         self.changelog = spec.changelog
+        self.shown: Callable[[int], Any] = _shown(spec)
         self.columns: list[list[Any]] = [[] for _ in range(len(self.arrow))]
 
     def __len__(self) -> int:
@@ -408,7 +449,7 @@ class _ArrowRows:
             epoch = emission.record.epoch
             columns[width].append(emission.kind.value)
             columns[width + 1].append(partition)
-            columns[width + 2].append(emission.offset)
+            columns[width + 2].append(self.shown(emission.offset))
             columns[width + 3].append(epoch.writer)
             columns[width + 4].append(epoch.epoch)
 
@@ -419,8 +460,18 @@ class _ArrowRows:
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow)
 
 
+def _shown(spec: ReadSpec) -> Callable[[int], Any]:
+    """How ``_ls_offset`` (and a message) shows a position: a Kafka offset as it is, a Pulsar
+    ordinal as its message id ``"L:E:B"``."""
+    if spec.pulsar:
+        from logstore_cli.logformat.pulsar_form import position_text
+
+        return position_text
+    return int
+
+
 def _emit(
-    source: LogSource,
+    source: LogSource | PulsarLogSource,
     decider: PartitionDecider,
     partition: int,
     start: int,
@@ -443,7 +494,8 @@ def _emit(
 
 
 class KafkaRange(InputPartition):
-    """Offsets ``[start, end)`` of one Kafka partition: one Spark task."""
+    """Positions ``[start, end)`` of one log partition (Kafka offsets, or Pulsar ordinals): one
+    Spark task."""
 
     def __init__(self, partition: int, start: int, end: int) -> None:
         super().__init__((partition, start, end))
@@ -460,7 +512,7 @@ class LogBatchReader(DataSourceReader):
     @_user_errors
     def partitions(self) -> list[InputPartition]:
         spec = self.spec
-        reader = LogReader(
+        reader = open_reader(
             spec.source, spec.schema, spec.level, committed_through=spec.committed_through
         )
         try:
@@ -487,7 +539,7 @@ class LogBatchReader(DataSourceReader):
         decider = PartitionDecider(
             spec.level, committed_through=spec.committed_through, confirm=spec.confirmer()
         )
-        source = LogSource(spec.source, spec.schema, reload_schema=spec.schema_check())
+        source = open_source(spec.source, spec.schema, reload_schema=spec.schema_check())
         try:
             yield from _emit(
                 source, decider, partition.partition, partition.start, partition.end, out
@@ -560,12 +612,12 @@ class LogStreamReader(SimpleDataSourceStreamReader):
     def __init__(self, spec: ReadSpec, schema: StructType) -> None:
         self.spec = spec
         self.schema = schema
-        self._source: LogSource | None = None  # the driver's, kept across micro-batches
+        self._source: LogSource | PulsarLogSource | None = None  # the driver's, kept across batches
         self._confirmer: EpochConfirmer | None = None  # its cache too; made on first use
 
     def __getstate__(self) -> dict[str, Any]:
         # Clients are not sent along (Spark pickles the reader into its planning worker): the
-        # Kafka consumer, and the confirmer's storage (on S3 a client holding an SSL context,
+        # Kafka consumer or Pulsar client, and the confirmer's storage (on S3 a client holding an SSL context,
         # which cannot be pickled); the other side opens its own.
         state = dict(self.__dict__)
         state["_source"] = None
@@ -578,9 +630,9 @@ class LogStreamReader(SimpleDataSourceStreamReader):
             self._confirmer = self.spec.confirmer()
         return self._confirmer
 
-    def _open(self) -> LogSource:
+    def _open(self) -> LogSource | PulsarLogSource:
         if self._source is None:
-            self._source = LogSource(
+            self._source = open_source(
                 self.spec.source, self.spec.schema, reload_schema=self.spec.schema_check()
             )
         return self._source
@@ -590,7 +642,7 @@ class LogStreamReader(SimpleDataSourceStreamReader):
 
     def _origin(self) -> dict[int, ResumePoint]:
         spec = self.spec
-        reader = LogReader(
+        reader = open_reader(
             spec.source, spec.schema, spec.level, committed_through=spec.committed_through
         )
         try:
@@ -623,9 +675,10 @@ class LogStreamReader(SimpleDataSourceStreamReader):
             point = points.get(partition) or self._new_partition(low)
             assert point.offset is not None and point.position is not None
             if high < point.position:
+                at = _shown(spec) if spec.pulsar else "offset {}".format
                 raise LogstoreError(
-                    f"partition {partition} of topic {spec.source.topic} ends at offset {high}, "
-                    f"before the offset {point.position} this stream has read to (was the topic "
+                    f"partition {partition} of topic {spec.source.topic} ends at {at(high)}, "
+                    f"before {at(point.position)} where this stream has read to (was the topic "
                     "deleted and created again?)",
                     hint="start the query with a new checkpointLocation",
                 )
@@ -649,7 +702,7 @@ class LogStreamReader(SimpleDataSourceStreamReader):
         # The first micro-batch starts where the first read resolved the start (see the class).
         points = _points(start if _ORIGIN in start else end[_ORIGIN])
         ends = _points(end)
-        source = LogSource(spec.source, spec.schema, reload_schema=spec.schema_check())
+        source = open_source(spec.source, spec.schema, reload_schema=spec.schema_check())
         try:
             marks = source.watermarks() if set(ends) - set(points) else {}
             out = _ArrowRows(spec, self.schema)

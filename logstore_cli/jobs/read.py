@@ -144,7 +144,7 @@ def _log_reader(spark: SparkSession, req: ReadRequest, start: str, stream: bool)
     register(spark)
     assert req.level is not None
     reader = spark.readStream if stream else spark.read
-    return (
+    found = (
         reader.format("logstore")
         .option("warehouse", req.warehouse)
         .option("consistency", req.level)
@@ -152,6 +152,8 @@ def _log_reader(spark: SparkSession, req: ReadRequest, start: str, stream: bool)
         .option("from", start)
         .option("kafkaTimeout", str(req.timeout_s))
     )
+    # A Pulsar table's admin API as the CLI resolved it (--pulsar-admin-url, the config file)
+    return found if req.admin_url is None else found.option("pulsarAdminUrl", req.admin_url)
 
 
 def _log_start(req: ReadRequest, summary: ReadSummary) -> tuple[str, int | None]:
@@ -161,7 +163,10 @@ def _log_start(req: ReadRequest, summary: ReadSummary) -> tuple[str, int | None]
         return req.start.describe(), None
     log = req.spec.log_store
     assert log is not None
-    conf = SourceConf(req.bootstrap or log.address, req.client_properties, log.topic, req.timeout_s)
+    conf = SourceConf(
+        req.bootstrap or log.address, req.client_properties, log.topic, req.timeout_s,
+        system=log.system, admin_url=req.admin_url,
+    )  # fmt: skip
     hybrid = resolve_hybrid(req.location, conf, req.start.version)
     summary.snapshot_version = hybrid.version
     return f"snapshot:{hybrid.version}", hybrid.version

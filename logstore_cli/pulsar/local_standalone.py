@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from logstore_cli import processes
-from logstore_cli.errors import BrokerError, StateDirError
+from logstore_cli.errors import BrokerError, LogstoreError, StateDirError
 from logstore_cli.jvm.java import java_executable
 from logstore_cli.paths import state_subdir
 
@@ -106,6 +106,17 @@ def read_state(state_dir: Path) -> PulsarInfo | None:
         return PulsarInfo(**data)
     except TypeError as exc:
         raise _unreadable(pulsar_dir(state_dir) / _STATE_FILE, exc) from None
+
+
+def last_urls(state_dir: Path) -> tuple[str, str] | None:
+    """(service URL, admin URL) of the local standalone's last start (``admin.admin_url_for``'s
+    ``local``): a restart keeps its ports, so a stopped one still names where it will be; None when
+    it never started here or its state cannot be read."""
+    try:
+        info = read_state(state_dir)
+    except LogstoreError:
+        return None
+    return (info.service_url, info.web_url) if info is not None else None
 
 
 def read_ports(state_dir: Path) -> Ports | None:

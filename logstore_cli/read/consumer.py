@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Protocol, Self, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, Self, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -59,6 +59,9 @@ from logstore_cli.logformat.consistency import (
 from logstore_cli.logformat.errors import WireFormatError
 from logstore_cli.logformat.wire import CommitMarker, RecordDecoder, RowSchema, decode
 from logstore_cli.read.plan import HybridStart, Start
+
+if TYPE_CHECKING:
+    from logstore_cli.read.pulsar_source import PulsarLogSource
 
 log = logging.getLogger(__name__)
 
@@ -1088,6 +1091,45 @@ class LogReader:
 
 
 # -- checkpoint ------------------------------------------------------------------------------------
+
+
+def open_source(
+    conf: SourceConf,
+    schema: RowSchema | None = None,
+    *,
+    reload_schema: Callable[[], RowSchema] | None = None,
+) -> LogSource | PulsarLogSource:
+    """The log source of ``conf.system``: Kafka's, or Pulsar's (``read.pulsar_source``, which
+    imports pulsar-client: only for a Pulsar table). Both read ``[start, end)`` ranges of ordered
+    positions (Kafka offsets, Pulsar message ids as ordinals) and answer the same bounds."""
+    if conf.system == "pulsar":
+        from logstore_cli.read.pulsar_source import PulsarLogSource
+
+        return PulsarLogSource(conf, schema, reload_schema=reload_schema)
+    return LogSource(conf, schema, reload_schema=reload_schema)
+
+
+def open_reader(
+    conf: SourceConf,
+    schema: RowSchema,
+    level: Level,
+    *,
+    committed_through: Mapping[str, int] | None = None,
+    state: Any | None = None,
+    confirm: Confirm | None = None,
+    reload_schema: Callable[[], RowSchema] | None = None,
+) -> LogReader:
+    """The ``LogReader`` of ``conf.system`` (``PulsarLogReader`` on Pulsar), as ``open_source``."""
+    reader_class = LogReader
+    if conf.system == "pulsar":
+        from logstore_cli.read.pulsar_source import PulsarLogReader
+
+        reader_class = PulsarLogReader
+    return reader_class(
+        conf, schema, level, committed_through=committed_through, state=state, confirm=confirm,
+        reload_schema=reload_schema,
+    )  # fmt: skip
+
 
 CHECKPOINT_FORMAT: Final = 1
 

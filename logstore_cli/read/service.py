@@ -309,12 +309,6 @@ def build_request(
             hint="read its Delta table with --mode file, or enable the log store with "
             "alter-table (log-store.enabled = true)",
         )
-    if log.system == "pulsar" and resolved_engine(engine, output) != "consumer":
-        raise InvalidInputError(
-            f"table {table.ref.name}'s log is on Pulsar, which only the consumer engine reads "
-            "(issue 23): the Spark engine (--engine spark, a Delta or Parquet output) reads Kafka",
-            hint="read the log to stdout or --output jsonl[:PATH]",
-        )
     level = plan.resolve_level(log, consistent=consistent, consistency=consistency)
     mode_ = plan.check_changelog(changelog, level)
     begin = plan.parse_start(start) if start is not None else plan.default_start(log, follow=follow)
@@ -367,7 +361,7 @@ def read_with_consumer(
     is true (follow), or at ``--limit``."""
     from logstore_cli.catalog.epochs import EpochConfirmer, fenced_pending
     from logstore_cli.catalog.snapshot import snapshot_batches
-    from logstore_cli.read.consumer import LogReader, ReaderCheckpoint, ReaderDecider, SourceConf
+    from logstore_cli.read.consumer import ReaderCheckpoint, ReaderDecider, SourceConf, open_reader
     from logstore_cli.read.fold import ArrowRows
     from logstore_cli.read.hybrid import resolve_hybrid
 
@@ -416,14 +410,12 @@ def read_with_consumer(
             sink.schema_changed(new)
         return new
 
-    reader_class = LogReader
     shown: Callable[[int], str] | None = None  # how a Pulsar position reads ("L:E:B")
     if log.system == "pulsar":
         from logstore_cli.logformat.pulsar_form import position_text
-        from logstore_cli.read.pulsar_source import PulsarLogReader
 
-        reader_class, shown = PulsarLogReader, position_text
-    reader = reader_class(
+        shown = position_text
+    reader = open_reader(
         conf,
         schema,
         req.level,

@@ -1,10 +1,8 @@
-"""What does not run on a Pulsar table yet (issue 23) says so: ``vacuum`` refuses with exit 2,
-naming issue 23 and what works, never a traceback; so does the Spark engine of ``read --mode log``.
-``read --mode log`` and ``verify`` run (tests/integration/pulsar/test_pulsar_read.py): with no
-Pulsar there they fail with exit 1 saying where it did not answer; ``status`` shows the Delta part
-and says why the log's is missing. The Delta-only forms still run. The CLI as a subprocess; no
-Pulsar, no Spark (each refusal comes before either would start): the table's Delta metadata is
-written by hand."""
+"""A Pulsar table through the CLI with no Pulsar there (issue 23): ``read --mode log``, ``verify``
+and ``vacuum`` run (tests/integration/pulsar/: test_pulsar_read.py, test_pulsar_vacuum.py) and,
+with nothing at the address, fail with exit 1 saying where it did not answer; ``status`` shows the
+Delta part and says why the log's is missing. The Delta-only forms still run. The CLI as a
+subprocess; no Pulsar, no Spark: the table's Delta metadata is written by hand."""
 
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from logstore_cli.errors import EXIT_FAILURE, EXIT_INVALID_INPUT
+from logstore_cli.errors import EXIT_FAILURE
 from tests.deltalog import write_table
 from tests.e2e.cli_support import run_cli
 
@@ -31,25 +29,6 @@ def cwd(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(
-    ("args", "doing", "instead"),
-    [
-        (["vacuum", TABLE, "--dry-run"], "vacuum", "hybrid read"),
-    ],
-    ids=["vacuum"],
-)
-def test_refused_with_exit_2_naming_issue_23(
-    cwd: Path, args: list[str], doing: str, instead: str
-) -> None:
-    proc = run_cli(*args, cwd=cwd)
-    assert proc.returncode == EXIT_INVALID_INPUT, proc.stderr
-    assert f"error: {doing} does not run on table {TABLE} yet: its log is on Pulsar" in proc.stderr
-    assert "(issue 23)" in proc.stderr
-    assert instead in proc.stderr
-    assert "drop-table, ingest, status, read and verify work" in proc.stderr
-    assert "Traceback" not in proc.stderr + proc.stdout
-
-
 def test_the_delta_only_forms_still_run(cwd: Path) -> None:
     status = run_cli("status", TABLE, "--no-topic", "--json", cwd=cwd)
     assert status.returncode == 0, status.stderr
@@ -62,19 +41,17 @@ def test_the_delta_only_forms_still_run(cwd: Path) -> None:
     assert json.loads(described.stdout)["log_store"]["system"] == "pulsar"
 
 
-def test_the_spark_engine_does_not_read_a_pulsar_log(cwd: Path) -> None:
-    proc = run_cli("read", TABLE, "--mode", "log", "--engine", "spark", "-o", "jsonl", cwd=cwd)
-    assert proc.returncode == EXIT_INVALID_INPUT, proc.stderr
-    assert "only the consumer engine reads" in proc.stderr and "(issue 23)" in proc.stderr
-    assert "Traceback" not in proc.stderr + proc.stdout
-
-
 @pytest.mark.parametrize(
     "args",
-    [["read", TABLE, "--mode", "log", "-o", "jsonl"], ["read", TABLE], ["verify", TABLE]],
-    ids=["read-log", "read-default", "verify"],
+    [
+        ["read", TABLE, "--mode", "log", "-o", "jsonl"],
+        ["read", TABLE],
+        ["verify", TABLE],
+        ["vacuum", TABLE, "--dry-run"],
+    ],
+    ids=["read-log", "read-default", "verify", "vacuum"],
 )
-def test_reads_and_verify_run_and_say_where_pulsar_did_not_answer(
+def test_reads_verify_and_vacuum_run_and_say_where_pulsar_did_not_answer(
     cwd: Path, args: list[str]
 ) -> None:
     proc = run_cli(*args, "--pulsar-admin-url", "http://127.0.0.1:9", cwd=cwd)

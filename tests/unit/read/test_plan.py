@@ -257,6 +257,19 @@ def test_a_request_for_the_log_resolves_level_start_and_engine() -> None:
     assert _request(mode="log", follow=True).start == plan.Start("latest")
 
 
+def test_a_pulsar_tables_log_is_read_by_either_engine() -> None:
+    """Issue 23: the Spark engine reads a Pulsar log too (the ``logstore`` data source), where it
+    was refused (exit 2)."""
+    ddl = DDL.replace("'h:9092'", "'pulsar://h:6650'").format(extra=", 'log-store.type'='pulsar'")
+    spec = parse_ddl(ddl)[0]
+    assert spec.log_store is not None and spec.log_store.system == "pulsar"
+    to_path = _request(spec, mode="log", output=plan.OutputSpec("delta", "out"))
+    assert (to_path.engine, to_path.bootstrap) == ("spark", "pulsar://h:6650")
+    following = _request(spec, mode="log", engine="spark", follow=True)
+    assert (following.engine, following.follow) == ("spark", True)
+    assert _request(spec, mode="log").engine == "consumer"
+
+
 def test_the_default_mode_is_the_tables_read_mode() -> None:
     assert _request().mode == "file"
     assert _request(_spec(", 'mixed-format.read.mode'='log'")).mode == "log"
