@@ -185,16 +185,3 @@ class RecordsDeletedError(LogstoreError):
 class OutsideWriteError(LogstoreError):
     """A write to the Delta table that was not a logstore epoch cannot be carried into the log
     (docs/consistency.md §3.4): the job refuses rather than let the log silently miss it."""
-
-
-class LogSystemNotSupportedError(InvalidInputError):
-    """A command that does not run yet on a table whose log is on Pulsar (issue 23): logstore
-    provisions the Pulsar topic, ingests into it, reads and verifies it; not everything so far."""
-
-    def __init__(self, table: str, doing: str, instead: str) -> None:
-        super().__init__(
-            f"{doing} does not run on table {table} yet: its log is on Pulsar "
-            "('log-store.type' = 'pulsar'), where logstore does not run it so far (issue 23)",
-            hint=f"{instead}; on a Pulsar table create-table, describe, alter-table, "
-            "drop-table, ingest, status, read and verify work",
-        )

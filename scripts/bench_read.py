@@ -55,7 +55,8 @@ filled with the Pulsar producer the ingest job uses), one section each and each 
 relative to Kafka's. On Pulsar the cases are the raw consumer (what a user writes by hand with
 pulsar-client: a reader per partition from the earliest message, values parsed as JSON) and
 ``consumer jsonl``, and the consumer engine's following reads; the ``consumer`` case (Kafka's
-``LogReader``) and the Spark engine (its data source reads Kafka only) are left out, saying so,
+``LogReader``) and the Spark engine (not measured on Pulsar: its tasks read with the same
+pulsar-client Readers) are left out, saying so,
 and so is the throughput target. Several warehouses and several log systems in one run are
 refused (one dimension at a time).
 
@@ -156,7 +157,7 @@ class Options:
 
 def cases_on(log: str, spark: bool) -> tuple[str, ...]:
     """The throughput cases on ``log``: on Pulsar the raw consumer and ``consumer jsonl`` (the
-    ``consumer`` case is Kafka's ``LogReader``; the Spark engine reads Kafka only)."""
+    ``consumer`` case is Kafka's ``LogReader``; the Spark engine is measured on Kafka only)."""
     if log != "kafka":
         return (RAW, JSONL)
     return tuple(c for c in CASES if spark or c != SPARK)
@@ -1384,8 +1385,8 @@ def measure(
                 use_spark = opts.spark and log == "kafka"  # on every warehouse (a URI there)
                 follow_spark = use_spark
                 if opts.spark and not use_spark:
-                    say(f"  the spark engine's cases left out on {kind}: its data source reads "
-                        "Kafka only")  # fmt: skip
+                    say(f"  the spark engine's cases left out on {kind}: measured on Kafka only "
+                        "(its tasks read Pulsar with the same pulsar-client Readers)")  # fmt: skip
                 if log != "kafka":
                     say(f"  the consumer case left out on {kind}: it is Kafka's LogReader")
                 tables = Tables(spark, where[wh_kind], bootstrap, opts.partitions, on_pulsar)

@@ -402,7 +402,7 @@ if [ "$LOG" = pulsar ]; then
   "$LS" read "$TABLE" --mode log --consistency committed --from "snapshot:$snapshot" --output jsonl >"$RUN/log-hybrid.jsonl"
   say "also read: level committed (only what Delta committed, exactly once), and hybrid: --from snapshot:$snapshot" \
     "(the Delta snapshot at the kill, then the log after it; message ids as 'ledger:entry:batch')" \
-    "not shown: read --engine spark (Spark's data source reads Kafka only) and vacuum (Kafka only)"
+    "(read --engine spark and vacuum run on a Pulsar table too: docs/guide.md)"
 fi
 step_done
 

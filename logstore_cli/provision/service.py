@@ -204,8 +204,8 @@ def _in_use_error(
 
 
 def _check_adoptable(log_spec: LogStoreSpec, records: int) -> None:
-    """An adopted topic's readers start after the offsets it holds at adoption: Pulsar's message
-    ids are no offsets, and nothing reads a Pulsar log yet (issue 23)."""
+    """An adopted topic's readers start after the offsets it holds at adoption, which are recorded
+    as Kafka offsets: a non-empty Pulsar topic (message ids, no offsets) is not adopted."""
     if records and log_spec.system == "pulsar":
         raise InvalidInputError(
             f"--adopt-topic cannot take Pulsar topic '{log_spec.topic}', which holds {records} "

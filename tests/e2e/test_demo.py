@@ -183,7 +183,7 @@ def test_the_demo_runs_on_pulsar_and_cleans_up(tmp_path: Path) -> None:
     assert '"log-store.type" = "pulsar"' in ddl
     assert f'"log-store.address" = "{info["service_url"]}"' in ddl
     assert not processes.alive(info["pid"])
-    assert "Spark's data source reads Kafka only" in out  # the steps it skips, and why
+    assert "read --engine spark and vacuum run on a Pulsar table too" in out
 
     bad = _demo(tmp_path, "--log", "pulsar", "--warehouse", "s3")
     assert bad.returncode == 2 and "local warehouse only" in bad.stderr
