@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from logstore_cli.errors import ConfigError, InvalidInputError
 from logstore_cli.model import FrozenMap, is_secret_key, is_secret_value
@@ -272,8 +272,7 @@ def _kind(value: object) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):
     """One configuration setting: where it can be given, how its value is checked, its help."""
 
     key: str  # the TOML key, dotted by table: "kafka.timeout_s" is timeout_s under [kafka]
@@ -371,8 +370,7 @@ _ENV_RESERVED = {"bootstrap.servers": "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS"}
 _SECTIONS = frozenset(s.key.split(".")[0] for s in SETTINGS if "." in s.key)
 
 
-@dataclass(frozen=True)
-class Overrides:
+class Overrides(NamedTuple):
     """What the command line gave: ``--config`` and the setting flags, by config key.
 
     A flag that was not given is absent from ``flags``; its value is the raw text (a list of texts
@@ -380,7 +378,7 @@ class Overrides:
     """
 
     config_path: Path | None = None
-    flags: Mapping[str, object] = field(default_factory=dict)
+    flags: Mapping[str, object] = MappingProxyType({})  # shared, read-only
 
 
 def load_file(path: Path) -> dict[str, Any]:
