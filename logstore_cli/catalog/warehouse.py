@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -510,6 +509,8 @@ def ensure_writable(warehouse: Path) -> None:
 
     A real write, not ``os.access``: root passes permission checks but not a read-only mount.
     """
+    import tempfile  # here: reads (list, describe) never write
+
     try:
         warehouse.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".logstore-probe-", dir=warehouse)
