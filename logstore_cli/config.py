@@ -24,10 +24,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from logstore_cli.errors import ConfigError, InvalidInputError
-from logstore_cli.model import FrozenMap, is_secret_key, is_secret_value
+from logstore_cli.model import FrozenMap, FrozenRecord, is_secret_key, is_secret_value
 
 # librdkafka's socket.timeout.ms allows at most 300000: a longer Kafka timeout cannot be honoured.
 MAX_KAFKA_TIMEOUT_S = 300.0
@@ -38,8 +38,10 @@ def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
     return FrozenMap(mapping or {})
 
 
-@dataclass(frozen=True)
-class KafkaConfig:
+# Frozen records (model.FrozenRecord): a frozen dataclass's behaviour without compiling its
+# methods at every start-up.
+@dataclass(init=False, repr=False, eq=False)
+class KafkaConfig(FrozenRecord):
     """The ``[kafka]`` section: default brokers, client properties, timeouts."""
 
     # None: the DDL's own address, else the local broker started by 'logstore broker start'.
@@ -48,26 +50,44 @@ class KafkaConfig:
     client: Mapping[str, str] = field(default_factory=_frozen)
     timeout_s: float = 10.0
 
+    def __init__(
+        self,
+        bootstrap_servers: str | None = None,
+        client: Mapping[str, str] | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "bootstrap_servers", bootstrap_servers)
+        _set(self, "client", _frozen() if client is None else client)
+        _set(self, "timeout_s", timeout_s)
 
-@dataclass(frozen=True)
-class PulsarConfig:
+
+@dataclass(init=False, repr=False, eq=False)
+class PulsarConfig(FrozenRecord):
     """The ``[pulsar]`` section: where Pulsar's admin REST API is (issue 23)."""
 
     # None: the local standalone's ('logstore pulsar start') for its service URL, else
     # http://<first host of log-store.address>:8080 (Pulsar's default web port).
     admin_url: str | None = None
 
+    def __init__(self, admin_url: str | None = None) -> None:
+        object.__setattr__(self, "admin_url", admin_url)
 
-@dataclass(frozen=True)
-class SparkConfig:
+
+@dataclass(init=False, repr=False, eq=False)
+class SparkConfig(FrozenRecord):
     """The ``[spark]`` section: the master and Spark properties."""
 
     master: str = "local[*]"
     conf: Mapping[str, str] = field(default_factory=_frozen)
 
+    def __init__(self, master: str = "local[*]", conf: Mapping[str, str] | None = None) -> None:
+        object.__setattr__(self, "master", master)
+        object.__setattr__(self, "conf", _frozen() if conf is None else conf)
 
-@dataclass(frozen=True)
-class Config:
+
+@dataclass(init=False, repr=False, eq=False)
+class Config(FrozenRecord):
     """The resolved configuration (file, environment and flags)."""
 
     warehouse: str = "./warehouse"
@@ -75,6 +95,21 @@ class Config:
     pulsar: PulsarConfig = field(default_factory=PulsarConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
     source: str | None = None  # the file it was read from, for messages
+
+    def __init__(
+        self,
+        warehouse: str = "./warehouse",
+        kafka: KafkaConfig | None = None,
+        pulsar: PulsarConfig | None = None,
+        spark: SparkConfig | None = None,
+        source: str | None = None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "warehouse", warehouse)
+        _set(self, "kafka", KafkaConfig() if kafka is None else kafka)
+        _set(self, "pulsar", PulsarConfig() if pulsar is None else pulsar)
+        _set(self, "spark", SparkConfig() if spark is None else spark)
+        _set(self, "source", source)
 
     @property
     def remote_warehouse(self) -> bool:
@@ -272,8 +307,7 @@ def _kind(value: object) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):
     """One configuration setting: where it can be given, how its value is checked, its help."""
 
     key: str  # the TOML key, dotted by table: "kafka.timeout_s" is timeout_s under [kafka]
@@ -371,8 +405,7 @@ _ENV_RESERVED = {"bootstrap.servers": "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS"}
 _SECTIONS = frozenset(s.key.split(".")[0] for s in SETTINGS if "." in s.key)
 
 
-@dataclass(frozen=True)
-class Overrides:
+class Overrides(NamedTuple):
     """What the command line gave: ``--config`` and the setting flags, by config key.
 
     A flag that was not given is absent from ``flags``; its value is the raw text (a list of texts
@@ -380,7 +413,7 @@ class Overrides:
     """
 
     config_path: Path | None = None
-    flags: Mapping[str, object] = field(default_factory=dict)
+    flags: Mapping[str, object] = MappingProxyType({})  # shared, read-only
 
 
 def load_file(path: Path) -> dict[str, Any]:

@@ -7,7 +7,7 @@ fix it; the exit code is part of the documented CLI contract (docs/guide.md, "Ex
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Documented exit codes.
 EXIT_OK = 0
@@ -71,8 +71,7 @@ class StateDirError(LogstoreError):
     (a symlink or another user's directory where logstore keeps its own files)."""
 
 
-@dataclass(frozen=True)
-class Diagnostic:
+class Diagnostic(NamedTuple):
     """One problem found in user input, optionally pinned to a position in a file.
 
     ``line``/``col`` are 1-based; ``end_col`` is one past the last underlined column (same line).

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from logstore_cli.errors import InvalidInputError
 
@@ -59,8 +59,7 @@ def part_problems(parts: Sequence[str]) -> list[tuple[int, str]]:
     return found
 
 
-@dataclass(frozen=True)
-class TableName:
+class TableName(NamedTuple):
     """A validated table name; ``catalog`` is recorded but plays no part in where the table lives."""
 
     database: str
@@ -141,8 +140,7 @@ PULSAR_PARTITION_SUFFIX = "-partition-"
 PULSAR_DEFAULT_NAMESPACE = ("public", "default")
 
 
-@dataclass(frozen=True)
-class PulsarTopicName:
+class PulsarTopicName(NamedTuple):
     """``persistent://tenant/namespace/topic``, each part checked (it is put in URL paths)."""
 
     tenant: str

@@ -8,10 +8,9 @@ handed in by the caller, so this package imports no Kafka client.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog.schema import columns_from_delta_schema
@@ -32,8 +31,7 @@ class TopicReader(Protocol):
     def end_offsets(self, log: LogStoreSpec) -> dict[int, int]: ...
 
 
-@dataclass(frozen=True)
-class StoredTable:
+class StoredTable(NamedTuple):
     """A table of the warehouse: where it is, its Delta state, and the model rebuilt from it."""
 
     ref: wh.TableRef
@@ -54,8 +52,7 @@ def load_ref(ref: wh.TableRef, *, default_bootstrap: DefaultBootstrap = None) ->
     return StoredTable(ref, state, spec_from_delta(ref, state, default_bootstrap))
 
 
-@dataclass(frozen=True)
-class StoredTableOn:
+class StoredTableOn(NamedTuple):
     """``StoredTable`` for a warehouse on any ``Storage`` (``ref.storage`` is rooted at the table)."""
 
     ref: wh.StoredTable
@@ -135,16 +132,14 @@ def _honoured_formats(props: Mapping[str, str], name: str) -> dict[str, str]:
 # ------------------------------------------------------------------------------------- describe
 
 
-@dataclass(frozen=True)
-class PartitionOffset:
+class PartitionOffset(NamedTuple):
     """A topic partition and its end offset."""
 
     partition: int
     end_offset: int
 
 
-@dataclass(frozen=True)
-class TopicStatus:
+class TopicStatus(NamedTuple):
     """What Kafka says about a table's topic; ``error`` when it could not be asked or is missing."""
 
     name: str
@@ -168,8 +163,7 @@ class TopicStatus:
         }
 
 
-@dataclass(frozen=True)
-class TableDescription:
+class TableDescription(NamedTuple):
     """What 'describe' shows of a table."""
 
     name: str
@@ -248,8 +242,7 @@ def topic_status(log: LogStoreSpec, topics: TopicReader) -> TopicStatus:
 # ----------------------------------------------------------------------------------------- list
 
 
-@dataclass(frozen=True)
-class TableListing:
+class TableListing(NamedTuple):
     """One row of ``list``: a readable table, or the error that keeps it from being read."""
 
     name: str

@@ -10,11 +10,9 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from logstore_cli.errors import LogstoreError, TableNotFoundError, WarehouseError
 from logstore_cli.model import TableSpec, is_secret
@@ -48,8 +46,7 @@ MANAGED_PREFIX = "logstore."
 _COMMITTED = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?\.parquet)|_last_checkpoint")
 
 
-@dataclass(frozen=True)
-class TableRef:
+class TableRef(NamedTuple):
     """A table directory of the warehouse, by database and table name."""
 
     database: str
@@ -251,8 +248,7 @@ def _not_found(parsed: TableName, existing: list[str], warehouse: str) -> TableN
 # -- the same on the storage seam (issue 19, stage 1: S3; local commands still use the above) --
 
 
-@dataclass(frozen=True)
-class StoredTable:
+class StoredTable(NamedTuple):
     """A table of a warehouse on any ``Storage``: ``storage`` is rooted at the table."""
 
     database: str
@@ -346,8 +342,7 @@ def user_properties(delta_props: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in delta_props.items() if not k.startswith(OWN_PREFIXES)}
 
 
-@dataclass(frozen=True)
-class DeltaState:
+class DeltaState(NamedTuple):
     """What the Delta log says about a table, read without a JVM."""
 
     path: Path | str  # a local directory, or the table's URI on object storage
@@ -514,6 +509,8 @@ def ensure_writable(warehouse: Path) -> None:
 
     A real write, not ``os.access``: root passes permission checks but not a read-only mount.
     """
+    import tempfile  # here: reads (list, describe) never write
+
     try:
         warehouse.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".logstore-probe-", dir=warehouse)

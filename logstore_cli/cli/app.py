@@ -12,6 +12,7 @@ inside the functions that need them.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -186,7 +187,18 @@ def _root(
 ) -> None:
     global _verbose
     _verbose = verbose
+    resume_gc()
     setup_logging(verbose=verbose)
+
+
+def resume_gc() -> None:
+    """Garbage collection back on for the command, if the entry point paused it for start-up
+    (``__main__.main``; a caller's process that kept it on is left alone). What start-up made
+    is frozen first: it lives as long as the process, so no collection needs to scan it, and the
+    first one does not pay for the whole start-up at once."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def main(argv: list[str] | None = None) -> None:

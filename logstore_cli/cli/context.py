@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,11 +23,13 @@ if TYPE_CHECKING:
     from logstore_cli.storage.s3 import S3Settings
 
 
-@dataclass(frozen=True)
 class Context:
     """The resolved configuration a command runs with."""
 
-    config: cfg.Config
+    # A plain class, not a dataclass: nothing compares or copies one, and every command creates
+    # this class at start-up (a frozen dataclass compiles six methods, 0.4-0.5 ms; issue 20).
+    def __init__(self, config: cfg.Config) -> None:
+        self.config = config
 
     @property
     def warehouse(self) -> Path:

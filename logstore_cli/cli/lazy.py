@@ -15,15 +15,13 @@ import importlib
 import typing
 from collections.abc import Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, NamedTuple
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
 
-@dataclass(frozen=True)
-class LazyCommand:
+class LazyCommand(NamedTuple):
     """A command of the root group: ``module.attribute`` is its function, or a ``typer.Typer`` of
     subcommands; ``help`` is the line the root's ``--help`` shows for it."""
 

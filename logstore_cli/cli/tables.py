@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console, Group
-from rich.panel import Panel
 
 from logstore_cli.cli.context import Context, make_context, open_stores, open_topics, parse_pairs
 from logstore_cli.cli.options import JsonOpt, complete_table, config_options
@@ -170,6 +169,8 @@ def describe(
 
 
 def _render_describe(console: Console, d: dict[str, Any]) -> None:
+    from rich.panel import Panel  # here: 'list' and the other commands of this module draw none
+
     cols = simple_table(
         None, ["column", "type", "nullable", "key"],
         [(c["name"], c["type"], "yes" if c["nullable"] else "no",

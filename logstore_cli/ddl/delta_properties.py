@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 CDF = "delta.enableChangeDataFeed"
 APPEND_ONLY = "delta.appendOnly"
@@ -103,8 +103,7 @@ def retention_ms(configuration: Mapping[str, str | None], key: str) -> int:
 _INTERVAL_HINT = "e.g. 'interval 7 days' or '36 hours'"
 
 
-@dataclass(frozen=True)
-class DeltaProperty:
+class DeltaProperty(NamedTuple):
     """A Delta table property logstore checks as delta-spark does, and how to fix a bad value."""
 
     key: str
@@ -165,8 +164,7 @@ _PLAIN_COMMIT_FEATURES = frozenset(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Protocol:
+class Protocol(NamedTuple):
     """A Delta protocol action, as much of it as deciding an alter needs."""
 
     min_writer_version: int

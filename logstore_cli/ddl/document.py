@@ -4,7 +4,7 @@ docstring for the stages)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from logstore_cli.ddl.build import build_table
 from logstore_cli.ddl.lexer import Kind, Token, tokenize
@@ -16,8 +16,7 @@ from logstore_cli.model import ColumnSpec, TableSpec, is_secret_key, is_secret_v
 from logstore_cli.names import DEFAULT_DATABASE
 
 
-@dataclass(frozen=True)
-class ParseResult:
+class ParseResult(NamedTuple):
     """The tables a DDL text declares, and what is wrong with it."""
 
     tables: tuple[TableSpec, ...]

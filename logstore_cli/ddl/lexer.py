@@ -17,7 +17,6 @@ these tokens itself and says exactly what is wrong.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
@@ -55,8 +54,7 @@ class Token(NamedTuple):
         return self.text == symbol and self.kind is Kind.SYMBOL
 
 
-@dataclass(frozen=True)
-class LexResult:
+class LexResult(NamedTuple):
     """The tokens of a text, and the lexical error that stopped them, if any."""
 
     tokens: list[Token]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # A broker address, or how to find one when a table needs it (the CLI's local-broker lookup reads
 # state files: only a table without an address of its own should pay for that).
@@ -13,8 +13,7 @@ DefaultBootstrap = str | Callable[[], str | None] | None
 BOOTSTRAP_SERVERS_ENV = "LOGSTORE_KAFKA_BOOTSTRAP_SERVERS"
 
 
-@dataclass(frozen=True)
-class ParseOptions:
+class ParseOptions(NamedTuple):
     """What parsing needs from outside the DDL text."""
 
     # Broker address for tables whose DDL turns the log store on without one.

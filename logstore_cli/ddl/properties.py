@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from logstore_cli.ddl import delta_properties, registry
 from logstore_cli.ddl.options import BOOTSTRAP_SERVERS_ENV, ParseOptions
@@ -74,8 +74,7 @@ def pulsar_retention_configs(minutes: int | None, mb: int | None) -> dict[str, s
     return out
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """A problem with a table's properties, before it is placed in the source."""
 
     message: str
@@ -84,8 +83,7 @@ class Problem:
     severity: str = "error"
 
 
-@dataclass(frozen=True)
-class _Setting:
+class _Setting(NamedTuple):
     """A known property as written, with its normalized value."""
 
     key: str  # as written (maybe an alias)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from logstore_cli.model import (
     COMPACTION_KEY,
@@ -48,8 +47,7 @@ class Vocabulary(StrEnum):
     LOGSTORE = "logstore"  # this tool's own extensions
 
 
-@dataclass(frozen=True)
-class PropertyDef:
+class PropertyDef(NamedTuple):
     """A table property logstore knows: its type, vocabulary, default and values."""
 
     key: str  # for PASSTHROUGH: the prefix followed by "*"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from logstore_cli.errors import Diagnostic
 
@@ -28,16 +28,14 @@ _SHOWN_CONTROLS = str.maketrans(
 _INTERESTING = re.compile(r"--|/\*|['\"`]|[" + _DOUBLE_TYPO + _SINGLE_TYPO + "]")
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
+class Span(NamedTuple):
     """``text[start:end]``; ``start == end`` is a point (shown as one caret)."""
 
     start: int
     end: int
 
 
-@dataclass(frozen=True, slots=True)
-class Issue:
+class Issue(NamedTuple):
     """A problem found by a stage, still in offsets; ``span is None`` means the whole input."""
 
     message: str

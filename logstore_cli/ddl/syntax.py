@@ -5,21 +5,19 @@ Nothing here is validated beyond syntax; ``build.py`` turns it into the model an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from logstore_cli.ddl.source import Span
 
 
-@dataclass(frozen=True, slots=True)
-class Name:
+class Name(NamedTuple):
     """A name part as written, unquoted."""
 
     text: str  # unquoted
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class ColumnDef:
+class ColumnDef(NamedTuple):
     """A column definition of a CREATE TABLE."""
 
     name: Name
@@ -29,16 +27,14 @@ class ColumnDef:
     primary_key: Span | None  # an inline "PRIMARY KEY" constraint
 
 
-@dataclass(frozen=True, slots=True)
-class PrimaryKeyDef:
+class PrimaryKeyDef(NamedTuple):
     """A table-level PRIMARY KEY (...) constraint."""
 
     columns: tuple[Name, ...]
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class PropertyEntry:
+class PropertyEntry(NamedTuple):
     """A 'key' = 'value' entry of a property list."""
 
     key: str
@@ -47,8 +43,7 @@ class PropertyEntry:
     value_span: Span
 
 
-@dataclass(frozen=True)
-class CreateTable:
+class CreateTable(NamedTuple):
     """A CREATE TABLE statement as parsed, with the spans diagnostics point at."""
 
     span: Span  # the CREATE keyword

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class ScalarType:
+class ScalarType(NamedTuple):
     """A DDL type name: the Spark type it becomes and the arguments it takes."""
 
     spark: str  # the Spark SQL name it becomes

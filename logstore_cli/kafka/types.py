@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class TopicInfo:
+class TopicInfo(NamedTuple):
     """A topic as the cluster describes it."""
 
     name: str

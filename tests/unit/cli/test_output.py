@@ -196,3 +196,19 @@ def test_the_log_handler_is_installed_when_logging_is_first_imported() -> None:
     assert done.stdout.strip() == "1"
     assert "warning: ours 1" in done.stderr
     assert "theirs" not in done.stderr
+
+
+def test_clean_escapes_exactly_what_the_unsafe_pattern_matches() -> None:
+    """``clean`` returns a printable text as it is, without the pattern (start-up, issue 20): no
+    character it must escape is printable, so every code point comes out as the pattern says."""
+    import re
+
+    from logstore_cli.cli.output import _UNSAFE_CHARS, _escaped, clean
+
+    unsafe = re.compile(_UNSAFE_CHARS)
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    assert [c for c in chars if unsafe.match(c) and c.isprintable()] == []
+    text = "".join(chars)
+    assert clean(text) == unsafe.sub(_escaped, text)
+    assert clean("plain text, ünïcode") == "plain text, ünïcode"
+    assert clean("a\x1b[31mb\u202ec\nd") == "a\\x1b[31mb\\u202ec\nd"

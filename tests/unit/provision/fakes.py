@@ -10,7 +10,7 @@ set on the topic (the broker's non-default, dynamic configs), validate-only call
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from logstore_cli.catalog.warehouse import DeltaState, TableRef
@@ -59,7 +59,7 @@ class MemDelta:
         self._op("alter", path)
         state = self.states[path]
         props = {k: v for k, v in state.properties.items() if k not in unset} | dict(set_)
-        self.states[path] = replace(state, version=state.version + 1, properties=props)
+        self.states[path] = state._replace(version=state.version + 1, properties=props)
 
     def add_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
         self._op("add_columns", path)
@@ -69,7 +69,7 @@ class MemDelta:
             for c in columns
         ]
         schema = {**state.schema, "fields": [*state.schema["fields"], *fields]}
-        self.states[path] = replace(state, version=state.version + 1, schema=schema)
+        self.states[path] = state._replace(version=state.version + 1, schema=schema)
 
     def widen_columns(self, path: Path, columns: Sequence[ColumnSpec]) -> None:
         self._op("widen_columns", path)
@@ -77,7 +77,7 @@ class MemDelta:
         types = {c.name: c.type for c in columns}
         fields = [{**f, "type": types.get(f["name"], f["type"])} for f in state.schema["fields"]]
         schema = {**state.schema, "fields": fields}
-        self.states[path] = replace(state, version=state.version + 1, schema=schema)
+        self.states[path] = state._replace(version=state.version + 1, schema=schema)
 
     def drop(self, path: Path) -> None:
         self._op("drop", path)
@@ -140,7 +140,7 @@ class MemTopics:
                 f"cannot add partitions to '{log.topic}': it has {info.partitions} already"
             )
         if not validate_only:
-            self.topics[log.topic] = replace(info, partitions=total)
+            self.topics[log.topic] = info._replace(partitions=total)
 
     def alter_configs(
         self,
@@ -154,7 +154,7 @@ class MemTopics:
         info = self._info(log)
         if not validate_only:
             configs = {k: v for k, v in info.configs.items() if k not in delete} | dict(set_)
-            self.topics[log.topic] = replace(info, configs=configs)
+            self.topics[log.topic] = info._replace(configs=configs)
 
     def delete(self, log: LogStoreSpec) -> None:
         self._op("delete", log)

@@ -496,7 +496,7 @@ def _share_topic(stores: Stores) -> None:
     delta, _ = _mem(stores)
     service.create_tables([spec()], WH, stores)
     state = delta.states[WH / "db" / "orders"]
-    delta.states[WH / "db" / "other"] = replace(state, path=WH / "db" / "other")
+    delta.states[WH / "db" / "other"] = state._replace(path=WH / "db" / "other")
 
 
 def test_drop_never_deletes_a_topic_another_table_uses(stores: Stores) -> None:

@@ -437,7 +437,7 @@ def _stored_on(tmp_path: Path) -> StoredTableOn:
     from logstore_cli.storage.local import LocalStorage
 
     storage = LocalStorage(tmp_path / "w").child("db").child("orders")
-    state = replace(_stored(_spec()).state, path=storage.uri)
+    state = _stored(_spec()).state._replace(path=storage.uri)
     return StoredTableOn(TableOnStorage("db", "orders", storage), state, _spec())
 
 
