@@ -11,6 +11,7 @@ from logstore_cli.model import (
     ColumnSpec,
     Consistency,
     FrozenMap,
+    FrozenRecord,
     LogStoreSpec,
     TableSpec,
     edit_distance,
@@ -199,3 +200,34 @@ def test_secret_rule_is_cached() -> None:
     for _ in range(3):
         is_secret_key("properties.sasl.jass.config")
     assert is_secret_key.cache_info().hits == 2
+
+
+def _records() -> list[type[FrozenRecord]]:
+    import logstore_cli.config  # noqa: F401  (its classes are FrozenRecords too)
+
+    found: list[type[FrozenRecord]] = []
+    todo = list(FrozenRecord.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return sorted(found, key=lambda c: c.__qualname__)
+
+
+@pytest.mark.parametrize("cls", _records(), ids=lambda c: c.__qualname__)
+def test_a_records_init_takes_and_sets_exactly_its_fields(cls: type[FrozenRecord]) -> None:
+    """A FrozenRecord's ``__init__`` is written by hand (start-up, issue 20): a field added to the
+    class but not to its ``__init__`` (or a default that differs) would pass mypy and fail only
+    where the field is read. The signature is the dataclass's, and every field is set."""
+    import inspect
+
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    assert [p.name for p in params] == [f.name for f in fields]
+    for p, f in zip(params, fields, strict=True):
+        default = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+        assert p.default == default or (f.default_factory is not dataclasses.MISSING), (p, f)
+    assert "__init__" in vars(cls)  # its own, not a generated one
+    src = inspect.getsource(cls.__init__)
+    for f in fields:
+        assert f'"{f.name}"' in src, f"{cls.__qualname__}.__init__ does not set {f.name}"
