@@ -21,13 +21,19 @@ import enum
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import field, fields, is_dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from logstore_cli.errors import ConfigError, InvalidInputError
-from logstore_cli.model import FrozenMap, FrozenRecord, is_secret_key, is_secret_value
+from logstore_cli.model import (
+    FrozenMap,
+    FrozenRecord,
+    frozen_record,
+    is_secret_key,
+    is_secret_value,
+)
 
 # librdkafka's socket.timeout.ms allows at most 300000: a longer Kafka timeout cannot be honoured.
 MAX_KAFKA_TIMEOUT_S = 300.0
@@ -40,7 +46,7 @@ def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
 
 # Frozen records (model.FrozenRecord): a frozen dataclass's behaviour without compiling its
 # methods at every start-up.
-@dataclass(init=False, repr=False, eq=False)
+@frozen_record
 class KafkaConfig(FrozenRecord):
     """The ``[kafka]`` section: default brokers, client properties, timeouts."""
 
@@ -62,7 +68,7 @@ class KafkaConfig(FrozenRecord):
         _set(self, "timeout_s", timeout_s)
 
 
-@dataclass(init=False, repr=False, eq=False)
+@frozen_record
 class PulsarConfig(FrozenRecord):
     """The ``[pulsar]`` section: where Pulsar's admin REST API is (issue 23)."""
 
@@ -74,7 +80,7 @@ class PulsarConfig(FrozenRecord):
         object.__setattr__(self, "admin_url", admin_url)
 
 
-@dataclass(init=False, repr=False, eq=False)
+@frozen_record
 class SparkConfig(FrozenRecord):
     """The ``[spark]`` section: the master and Spark properties."""
 
@@ -86,7 +92,7 @@ class SparkConfig(FrozenRecord):
         object.__setattr__(self, "conf", _frozen() if conf is None else conf)
 
 
-@dataclass(init=False, repr=False, eq=False)
+@frozen_record
 class Config(FrozenRecord):
     """The resolved configuration (file, environment and flags)."""
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import FrozenInstanceError, dataclass
 from enum import StrEnum
 from functools import cache, cached_property, lru_cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 REDACTED = "***"
 
@@ -241,13 +241,24 @@ class FrozenMap(Mapping[str, str]):
         return f"FrozenMap({redact(self._data)!r})"
 
 
+_R = TypeVar("_R", bound=type)
+
+
+@dataclass_transform(frozen_default=True)
+def frozen_record(cls: _R) -> _R:
+    """``@dataclass(init=False, repr=False, eq=False)`` for a ``FrozenRecord``: its fields become
+    dataclass fields and nothing is compiled. Type checkers see a frozen dataclass (PEP 681's
+    ``frozen_default``), so an assignment to a field is still a type error."""
+    return dataclass(init=False, repr=False, eq=False)(cls)  # type: ignore[return-value]
+
+
 class FrozenRecord:
     """What ``@dataclass(frozen=True)`` generates (``repr``, ``==``, ``hash``, no assignment),
     written once for the model's and the configuration's classes.
 
     A frozen dataclass compiles six methods of its own when its module is imported (0.4-1 ms a
     class), and every command loads these classes at start-up (issue 20). Each subclass is a
-    ``@dataclass(init=False, repr=False, eq=False)`` (its fields stay dataclass fields, for
+    ``@frozen_record`` dataclass (its fields stay dataclass fields, for
     ``dataclasses.replace`` and ``fields``) with a hand-written ``__init__`` that sets its fields
     with ``object.__setattr__``. Behaviour is the frozen dataclass's (tests/unit/test_model.py).
     """
@@ -321,7 +332,7 @@ class StartupMode(StrEnum):
     SPECIFIC_OFFSETS = "specific-offsets"
 
 
-@dataclass(init=False, repr=False, eq=False)
+@frozen_record
 class ColumnSpec(FrozenRecord):
     """A column of a table: name, Spark SQL type, nullability and comment."""
 
@@ -348,7 +359,7 @@ class ColumnSpec(FrozenRecord):
         }
 
 
-@dataclass(init=False, repr=False, eq=False)
+@frozen_record
 class LogStoreSpec(FrozenRecord):
     """The log store of a table, resolved from either vocabulary (Amoro ``log-store.*``, Paimon)."""
 
@@ -421,7 +432,7 @@ class LogStoreSpec(FrozenRecord):
         }
 
 
-@dataclass(init=False, repr=False, eq=False)
+@frozen_record
 class TableSpec(FrozenRecord):
     """One table as declared: columns, keys, format, every property, and its log store."""
 
