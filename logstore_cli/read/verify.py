@@ -265,12 +265,15 @@ def verify_table(
     marker_wait_s: float = 10.0,
     clock: Callable[[], float] = time.monotonic,
     unknown_start: str | None = None,
+    record_at: Callable[[int], str] = lambda offset: f"offset {offset}",
 ) -> VerifyResult:
     """Compare the table's ``committed`` log with its Delta snapshot at the newest epoch commit.
 
     ``unknown_start``: the log's positions cannot tell whether retention deleted a partition's
     first records (Pulsar's message ids are not dense): each partition is read from the first
     record held, and this note is added to the result instead of the check.
+
+    ``record_at`` names a record's position in the result's text (Pulsar's: its message id).
 
     ``snapshot`` reads the Delta rows (``catalog.snapshot.snapshot_batches`` by default);
     ``writer_live`` says whether a writer holds the table's lease now: if so, markers of ``V``
@@ -366,7 +369,7 @@ def verify_table(
     _read_notes(result, log_read, committed)
 
     def finish() -> VerifyResult:
-        _unconfirmed_reason(result, log_read, commits, summary.topic)
+        _unconfirmed_reason(result, log_read, commits, summary.topic, record_at)
         return done()
 
     if _outside_writes(result, path, bound, versions, stored.ref.name):
@@ -640,7 +643,11 @@ def _protocol_notes(
 
 
 def _unconfirmed_reason(
-    result: VerifyResult, log_read: _LogRead, commits: list[EpochCommit], topic: str
+    result: VerifyResult,
+    log_read: _LogRead,
+    commits: list[EpochCommit],
+    topic: str,
+    record_at: Callable[[int], str],
 ) -> None:
     """Markers the Delta log does not confirm make the result unequal, whatever the data says:
     something other than the table's ingest jobs writes to its topic."""
@@ -659,7 +666,7 @@ def _unconfirmed_reason(
             else "no ingest epoch"
         )
         examples.append(
-            f"partition {partition} offset {offset}: epoch {eid.epoch} of writer {eid.writer} "
+            f"partition {partition} {record_at(offset)}: epoch {eid.epoch} of writer {eid.writer} "
             f"attempt {eid.attempt} as Delta version {version}, which holds {holds}"
         )
     more = f" (and {len(found) - len(examples)} more)" if len(found) > len(examples) else ""

@@ -154,6 +154,18 @@ def test_a_pulsar_topic_holding_messages_is_adopted(pulsar: PulsarInfo, tmp_path
     assert folded == {int(r["id"]): float(r["amount"]) for r in delta}
     assert folded == {i: i / 2 for i in range(6)} | {i: i * 2.0 for i in range(6, 12)}
 
+    # A marker written after adoption by something else is named by its message id.
+    forged = EpochId("intruder", 9, "x")
+    with PulsarLogProducer(pulsar.service_url, topic, 2, "adopt-forged") as out:
+        _, payload, marker_props = to_pulsar(*encode_marker(CommitMarker(forged, v2)))
+        out.send_marker(0, payload, marker_props)
+        out.flush()
+    last_0 = admin.last_positions(topic, 2)[0]
+    refused = cli(env, "verify", TABLE, "--json")
+    assert refused.exit_code == 1, refused.output
+    reason = json.loads(refused.stdout)["reason"]
+    assert f"partition 0 message {last_0}: epoch 9 of writer intruder" in reason, reason
+
     described = cli(env, "describe", TABLE, "--json")
     assert described.exit_code == 0, described.output
     status = cli(env, "status", TABLE, "--json")

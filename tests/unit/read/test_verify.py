@@ -390,6 +390,10 @@ def test_a_forged_marker_naming_the_last_version_is_unconfirmed_and_its_records_
     assert "Kafka principal (ACLs)" in d["hint"]
     assert d["log"]["unconfirmed"] == {"markers": 2, "records": 1}
     assert not any("without a commit marker" in n for n in d["notes"])  # said in the reason
+    # Pulsar's positions are named as its message ids (cli/verify.py), not as ordinals.
+    named = table.verify(log, record_at=lambda at: f"message #{at}").to_json()
+    assert "partition 0 message #2: epoch 0 of writer intruder" in named["reason"]
+    assert "offset" not in named["reason"]
 
 
 def test_versions_after_the_last_epoch_and_file_only_epochs_are_noted(table: Table) -> None:
