@@ -8,6 +8,7 @@ variables at run time) and logstore's own keys below.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -35,12 +36,36 @@ P_USING = "logstore.using"  # the DDL's USING format (e.g. arctic), kept for des
 P_SECRET_KEYS = "logstore.secret-keys"  # DDL keys whose secret values were not stored
 P_FORMAT_VERSION = "logstore.format-version"
 P_CATALOG = "logstore.catalog"  # the catalog part of a three-part DDL name, recorded only
-P_ADOPTED_TOPIC = "logstore.adopted-topic"  # JSON: the topic's end offsets when it was adopted
+# JSON {partition: position}: where the adopted topic's own records ended (adopted_positions_text)
+P_ADOPTED_TOPIC = "logstore.adopted-topic"
 CDF = "delta.enableChangeDataFeed"
 OWN_PREFIXES = ("logstore.", "delta.")
 # Properties logstore relies on: never changed or removed by alter-table.
 MANAGED_KEYS = frozenset({CDF})
 MANAGED_PREFIX = "logstore."
+
+
+def adopted_positions_text(positions: Mapping[int, int]) -> str:
+    """``P_ADOPTED_TOPIC``'s value: each partition's read position at adoption, before which a
+    record is not logstore's, as compact JSON with string keys in partition order
+    (``{"0":2,"1":1}``). Kafka: the partition's end offset; Pulsar: the position just after its
+    last message (``logformat.pulsar_form``'s odd ordinal), 0 when it held none (design §7.1)."""
+    return json.dumps({str(p): o for p, o in sorted(positions.items())}, separators=(",", ":"))
+
+
+def adopted_positions(properties: Mapping[str, str]) -> dict[int, int]:
+    """``adopted_positions_text`` read back from a table's properties; empty when the topic was
+    not adopted, or the value is not such a map (every record is then taken as the table's)."""
+    raw = properties.get(P_ADOPTED_TOPIC)
+    if not raw:
+        return {}
+    try:
+        parsed = json.loads(raw)
+        out = {int(p): int(o) for p, o in parsed.items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}
+    return {p: o for p, o in out.items() if p >= 0 and o >= 0}
+
 
 # A committed Delta version: a commit file, a checkpoint, or the pointer to the last checkpoint.
 _COMMITTED = re.compile(r"\d{20}\.(json|checkpoint(\.\d+\.\d+)?\.parquet)|_last_checkpoint")

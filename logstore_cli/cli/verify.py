@@ -19,6 +19,8 @@ from rich.text import Text
 from logstore_cli.cli.context import make_context, pulsar_admin_url
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from logstore_cli.read.pulsar_source import PulsarLogSource
 from logstore_cli.cli.options import JsonOpt, TableArg, config_options
 from logstore_cli.cli.output import Output, key_value_table, simple_table, text
@@ -72,10 +74,13 @@ def verify(
     )  # fmt: skip
     source: LogSource | PulsarLogSource
     unknown_start = None
+    record_at: Callable[[int], str] = _offset_at
     if pulsar:
+        from logstore_cli.logformat.pulsar_form import position_text
         from logstore_cli.read.pulsar_source import UNKNOWN_START, PulsarLogSource
 
         source, unknown_start = PulsarLogSource(conf, RowSchema.of(stored.spec)), UNKNOWN_START
+        record_at = _message_at
     else:
         source = LogSource(conf, RowSchema.of(stored.spec))
     with out.status(f"verifying {stored.ref.name}…"), source:
@@ -86,11 +91,10 @@ def verify(
             writer_live=lambda: writer_running(location(stored)),
             marker_wait_s=timeout,
             unknown_start=unknown_start,
+            record_at=record_at,
         )
     data = result.to_json()
     if pulsar:  # positions as Pulsar message ids, not the read engine's ordinals
-        from logstore_cli.logformat.pulsar_form import position_text
-
         for name in ("start_offsets", "end_offsets"):
             data["log"][name] = {p: position_text(o) for p, o in data["log"][name].items()}
     out.emit(data, lambda c: _render(c, data))
@@ -104,6 +108,17 @@ def verify(
         out.success(f"the committed log equals the Delta table at version {data['delta_version']}")
     if not result.equal:
         raise typer.Exit(EXIT_FAILURE)
+
+
+def _offset_at(offset: int) -> str:
+    return f"offset {offset}"
+
+
+def _message_at(position: int) -> str:
+    """A Pulsar record's place in verify's text: its message id, not the read engine's ordinal."""
+    from logstore_cli.logformat.pulsar_form import position_text
+
+    return f"message {position_text(position)}"
 
 
 def _counts(d: dict[str, Any]) -> str:

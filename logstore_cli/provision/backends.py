@@ -64,3 +64,9 @@ class TopicStore(TopicReader, Protocol):
     def delete(self, log: LogStoreSpec) -> None: ...
 
     def start_offsets(self, log: LogStoreSpec) -> dict[int, int]: ...
+
+    def adoption_positions(self, log: LogStoreSpec) -> dict[int, int]:
+        """Each partition's read position after the records it holds now, which a table adopting
+        the topic records (``warehouse.P_ADOPTED_TOPIC``): Kafka's end offsets; on Pulsar, where
+        ``end_offsets`` counts messages, the position just after each partition's last one."""
+        ...

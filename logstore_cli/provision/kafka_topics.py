@@ -65,6 +65,9 @@ class KafkaTopicStore:
     def start_offsets(self, log: LogStoreSpec) -> dict[int, int]:
         return self._admin(log).start_offsets(log.topic)
 
+    def adoption_positions(self, log: LogStoreSpec) -> dict[int, int]:
+        return self.end_offsets(log)
+
     def close(self) -> None:
         for admin in self._admins.values():
             admin.close()

@@ -207,6 +207,16 @@ class PulsarTopicStore:
         """0 for each partition: ``end_offsets`` counts what a partition holds."""
         return dict.fromkeys(self.end_offsets(log), 0)
 
+    def adoption_positions(self, log: LogStoreSpec) -> dict[int, int]:
+        """Each partition's read position just after its last message (``MessagePosition.after``),
+        0 ("earliest") for one that holds none: what an adopting table records."""
+        admin, name = self._admin(log), self._name(log)
+        found = admin.describe_topic(name)
+        if found is None:
+            raise TopicNotFoundError(f"Pulsar topic '{log.topic}' does not exist")
+        last = admin.last_positions(name, found.partitions)
+        return {p: 0 if at is None else at.after() for p, at in sorted(last.items())}
+
     def close(self) -> None:
         self._admins.clear()  # plain HTTP: nothing stays open
 
@@ -272,6 +282,9 @@ class TopicStoreBySystem:
 
     def start_offsets(self, log: LogStoreSpec) -> dict[int, int]:
         return self.store(log).start_offsets(log)
+
+    def adoption_positions(self, log: LogStoreSpec) -> dict[int, int]:
+        return self.store(log).adoption_positions(log)
 
     def log_tail(self, log: LogStoreSpec, committed: Mapping[int, int | str]) -> dict[int, LogTail]:
         """Pulsar's ``log_tail`` (Kafka's tail is its end offsets: status subtracts those)."""

@@ -8,7 +8,6 @@ changed and stays changed.
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import time
@@ -203,17 +202,6 @@ def _in_use_error(
     )
 
 
-def _check_adoptable(log_spec: LogStoreSpec, records: int) -> None:
-    """An adopted topic's readers start after the offsets it holds at adoption, which are recorded
-    as Kafka offsets: a non-empty Pulsar topic (message ids, no offsets) is not adopted."""
-    if records and log_spec.system == "pulsar":
-        raise InvalidInputError(
-            f"--adopt-topic cannot take Pulsar topic '{log_spec.topic}', which holds {records} "
-            "message(s): adopting is for Kafka topics only so far (issue 23)",
-            hint="choose a new topic name, or empty the topic first",
-        )
-
-
 def _records(start: Mapping[int, int], end: Mapping[int, int]) -> int:
     return sum(max(0, end[p] - start.get(p, 0)) for p in end)
 
@@ -281,8 +269,10 @@ def plan_specs(
             if topic is not None:
                 end = topics.end_offsets(log_spec)
                 records = _records(topics.start_offsets(log_spec), end)
-                if adopt_topic:
-                    _check_adoptable(log_spec, records)
+                if adopt_topic and records:
+                    # Kafka's end offsets; on Pulsar, where its counts are, the read positions
+                    # just after each partition's last message (what the property records).
+                    end = topics.adoption_positions(log_spec)
         plans.append(
             plan_table(
                 spec, path, existing, topic,
@@ -375,11 +365,8 @@ def _apply(plan: TablePlan, topics: TopicStore, create: CreateDelta) -> None:
     if plan.delta is Step.CREATE:
         properties, _ = wh.stored_properties(spec)
         if plan.adopts_topic:
-            # Records before these offsets are not logstore's: readers of this table skip them.
-            properties[wh.P_ADOPTED_TOPIC] = json.dumps(
-                {str(p): o for p, o in sorted(plan.topic_end_offsets.items())},
-                separators=(",", ":"),
-            )
+            # Records before these positions are not logstore's: readers of this table skip them.
+            properties[wh.P_ADOPTED_TOPIC] = wh.adopted_positions_text(plan.topic_end_offsets)
         try:
             create(plan, properties)
         except BaseException as exc:
@@ -776,8 +763,6 @@ def _topic_change(
         )  # fmt: skip
     if old_log is None or renamed:
         records = _records(topics.start_offsets(new), topics.end_offsets(new))
-        if records and adopt_topic:
-            _check_adoptable(new, records)
         if records and not adopt_topic:
             raise _holds_records(new.topic, records, stored.ref.name, new.system_title)
     if partitions < info.partitions:

@@ -29,6 +29,7 @@ from logstore_cli.errors import (
     TopicExistsError,
     TopicNotFoundError,
 )
+from logstore_cli.logformat.pulsar_form import ordinal
 from logstore_cli.names import PULSAR_PARTITION_SUFFIX
 from logstore_cli.names import PulsarTopicName as TopicName
 
@@ -61,6 +62,11 @@ class MessagePosition:
                 f"not a Pulsar message position ('<ledger>:<entry>:<batch>'): {text!r}"
             )
         return cls(int(parts[0]), int(parts[1]), int(parts[2]))
+
+    def after(self) -> int:
+        """The read engine's position just after this message (``pulsar_form.ordinal`` + 1, odd):
+        where a read that has read it goes on."""
+        return ordinal(self.ledger, self.entry, self.batch) + 1
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@ of the same epoch (docs/design.md §6.8).
 
 1. ``V``, the newest epoch commit in the Delta log, is read first; then the topic's offsets, so
    the log read covers every record an epoch up to ``V`` wrote, whatever a running writer adds.
-2. Each partition is read whole (from offset 0, or from where an adopted topic's own records end)
+2. Each partition is read whole (from its first record, or from where an adopted topic's own
+   records ended at adoption: ``logstore.adopted-topic``, Kafka offsets or Pulsar positions)
    through one ``TopicDecider`` at level ``committed``. A commit marker releases its epoch's
    changes, and names the Delta version the epoch committed as: changes of markers naming ``V``
    or an older version are folded; newer ones are not (committed after ``V`` was read); markers
@@ -24,7 +25,6 @@ they explain the rows that differ (a note).
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 from collections import defaultdict
@@ -238,16 +238,18 @@ class _LogRead:
 
 
 def _adopted_offsets(stored: StoredTable | StoredTableOn) -> dict[int, int]:
-    """The end offsets an adopted topic had when the table took it over (its records before them
-    are not logstore's); empty when the topic was not adopted."""
-    raw = stored.state.properties.get(wh.P_ADOPTED_TOPIC)
-    if not raw:
-        return {}
-    try:
-        parsed = json.loads(raw)
-        return {int(p): int(o) for p, o in parsed.items()}
-    except (ValueError, TypeError, AttributeError):
-        return {}  # unreadable: every partition must then be whole from offset 0
+    """The positions an adopted topic's own records ended at when the table took it over (its
+    records before them are not logstore's; ``warehouse.adopted_positions``); empty when the
+    topic was not adopted."""
+    return wh.adopted_positions(stored.state.properties)
+
+
+def _read_from(low: int, high: int, adopted: int) -> int:
+    """Where a partition holding ``[low, high)`` is read from: the adoption point when it holds
+    it (records before it are another producer's, even ones that look like logstore's: a dropped
+    table's left in the topic), else its first record (``adopted`` past the end: the topic is no
+    longer the one adopted)."""
+    return max(low, adopted) if adopted <= high else low
 
 
 # -- verify ----------------------------------------------------------------------------------------
@@ -263,12 +265,15 @@ def verify_table(
     marker_wait_s: float = 10.0,
     clock: Callable[[], float] = time.monotonic,
     unknown_start: str | None = None,
+    record_at: Callable[[int], str] = lambda offset: f"offset {offset}",
 ) -> VerifyResult:
     """Compare the table's ``committed`` log with its Delta snapshot at the newest epoch commit.
 
     ``unknown_start``: the log's positions cannot tell whether retention deleted a partition's
     first records (Pulsar's message ids are not dense): each partition is read from the first
     record held, and this note is added to the result instead of the check.
+
+    ``record_at`` names a record's position in the result's text (Pulsar's: its message id).
 
     ``snapshot`` reads the Delta rows (``catalog.snapshot.snapshot_batches`` by default);
     ``writer_live`` says whether a writer holds the table's lease now: if so, markers of ``V``
@@ -311,7 +316,10 @@ def verify_table(
     lost = {p: low for p, (low, _) in sorted(marks.items()) if low > adopted.get(p, 0)}
     if unknown_start is not None:
         lost = {}
-        result.notes.append(unknown_start)
+        # Retention deletes from a partition's start: one that still holds a record from before
+        # the adoption point holds every record of the table's.
+        if any(not low < adopted.get(p, 0) for p, (low, _) in marks.items()):
+            result.notes.append(unknown_start)
     if lost:
         where = ", ".join(
             f"[{adopted.get(p, 0)}, {low}) of partition {p}" for p, low in lost.items()
@@ -345,7 +353,7 @@ def verify_table(
     # Step 2: the log, partition by partition.
     log_read = _LogRead(source, bound, schema, path)
     for p, (low, high) in sorted(marks.items()):
-        log_read.read(p, low, high)
+        log_read.read(p, _read_from(low, high, adopted.get(p, 0)), high)
 
     # Step 3: V's markers (a live writer's may be on their way), and epochs Delta committed that
     # the log still holds back.
@@ -361,7 +369,7 @@ def verify_table(
     _read_notes(result, log_read, committed)
 
     def finish() -> VerifyResult:
-        _unconfirmed_reason(result, log_read, commits, summary.topic)
+        _unconfirmed_reason(result, log_read, commits, summary.topic, record_at)
         return done()
 
     if _outside_writes(result, path, bound, versions, stored.ref.name):
@@ -635,7 +643,11 @@ def _protocol_notes(
 
 
 def _unconfirmed_reason(
-    result: VerifyResult, log_read: _LogRead, commits: list[EpochCommit], topic: str
+    result: VerifyResult,
+    log_read: _LogRead,
+    commits: list[EpochCommit],
+    topic: str,
+    record_at: Callable[[int], str],
 ) -> None:
     """Markers the Delta log does not confirm make the result unequal, whatever the data says:
     something other than the table's ingest jobs writes to its topic."""
@@ -654,7 +666,7 @@ def _unconfirmed_reason(
             else "no ingest epoch"
         )
         examples.append(
-            f"partition {partition} offset {offset}: epoch {eid.epoch} of writer {eid.writer} "
+            f"partition {partition} {record_at(offset)}: epoch {eid.epoch} of writer {eid.writer} "
             f"attempt {eid.attempt} as Delta version {version}, which holds {holds}"
         )
     more = f" (and {len(found) - len(examples)} more)" if len(found) > len(examples) else ""

@@ -154,8 +154,8 @@ def test_create_table_modes_on_pulsar(
     assert code == 1
     assert f"Pulsar topic '{TopicName.parse(pulsar_topic)}' is the log of table" in said
 
-    # A topic left behind empty (an interrupted create) is taken; one holding messages is refused,
-    # and --adopt-topic does not take a Pulsar topic yet.
+    # A topic left behind empty (an interrupted create) is taken; one holding messages is refused
+    # unless --adopt-topic is given (test_a_pulsar_topic_holding_messages_is_adopted).
     admin = PulsarAdmin(pulsar.web_url, timeout_s=30)
     left = TopicName.parse(f"{pulsar_topic}-left")
     admin.create_topic(left, 2, retention_minutes=10080, retention_mb=-1)
@@ -171,8 +171,6 @@ def test_create_table_modes_on_pulsar(
     holding = holding.replace("'log.system.partitions' = '2'", "'log.system.partitions' = '1'")
     code, said = failed(cli(env, "create-table", "--sql", holding))
     assert code == 1 and "holds 1 record" in said
-    code, said = failed(cli(env, "create-table", "--sql", holding, "--adopt-topic"))
-    assert code == 2 and "issue 23" in said
     assert [r.name for r in wh.list_tables(tmp_path)] == ["shop.leftover", "shop.orders"]
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.errors import InvalidInputError, TableNotFoundError, WarehouseError
+from logstore_cli.logformat.pulsar_form import ordinal
 from logstore_cli.names import TableName, parse_table_name
 
 
@@ -143,3 +144,29 @@ def test_the_search_below_skips_what_spark_skips_and_survives_loops(tmp_path: Pa
     assert wh.delta_table_below(root) is None
     _commit(root / "a" / "b" / "t")
     assert wh.delta_table_below(root) == (root / "a" / "b" / "t")
+
+
+def test_the_adopted_topic_property_reads_back_and_keeps_kafkas_form() -> None:
+    # Kafka's end offsets, byte for byte as before Pulsar could be adopted: keys in partition
+    # order (numerically, not as text), no spaces.
+    kafka = {10: 0, 2: 1, 0: 2}
+    assert wh.adopted_positions_text(kafka) == '{"0":2,"2":1,"10":0}'
+    assert wh.adopted_positions({wh.P_ADOPTED_TOPIC: wh.adopted_positions_text(kafka)}) == kafka
+    # Pulsar: positions just after the last message id (odd ordinals, far beyond 2**53).
+    pulsar = {0: ordinal(7, 41) + 1, 1: 0}
+    assert pulsar[0] > 2**53  # JSON's integers are read back whole (not as floats)
+    text = wh.adopted_positions_text(pulsar)
+    assert text == f'{{"0":{pulsar[0]},"1":0}}'
+    assert wh.adopted_positions({wh.P_ADOPTED_TOPIC: text}) == pulsar
+
+
+@pytest.mark.parametrize(
+    "raw", ["", "not json", "[1, 2]", '{"0": "x"}', '{"a": 1}', "null", '{"0": null}']
+)
+def test_an_unreadable_adopted_topic_property_adopts_nothing(raw: str) -> None:
+    assert wh.adopted_positions({wh.P_ADOPTED_TOPIC: raw}) == {}
+    assert wh.adopted_positions({}) == {}
+
+
+def test_negative_adopted_positions_are_left_out() -> None:
+    assert wh.adopted_positions({wh.P_ADOPTED_TOPIC: '{"0":-1,"1":3,"-2":4}'}) == {1: 3}

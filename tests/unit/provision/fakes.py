@@ -89,6 +89,7 @@ class MemTopics:
     topics: dict[str, TopicInfo] = field(default_factory=dict)
     offsets: dict[str, dict[int, int]] = field(default_factory=dict)  # end offsets
     starts: dict[str, dict[int, int]] = field(default_factory=dict)  # start offsets
+    positions: dict[str, dict[int, int]] = field(default_factory=dict)  # adoption positions
     unreachable: bool = False
     fail: dict[str, BaseException] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
@@ -169,3 +170,7 @@ class MemTopics:
     def start_offsets(self, log: LogStoreSpec) -> dict[int, int]:
         info = self._info(log)
         return self.starts.get(log.topic, dict.fromkeys(range(info.partitions), 0))
+
+    def adoption_positions(self, log: LogStoreSpec) -> dict[int, int]:
+        """``positions`` when given (a Pulsar store's), else the end offsets (Kafka's)."""
+        return self.positions.get(log.topic) or self.end_offsets(log)

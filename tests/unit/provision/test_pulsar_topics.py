@@ -22,11 +22,18 @@ from logstore_cli.errors import (
     TopicExistsError,
 )
 from logstore_cli.kafka.types import TopicInfo
+from logstore_cli.logformat.pulsar_form import message_id, ordinal
 from logstore_cli.model import LogStoreSpec, TableSpec
 from logstore_cli.provision import service
 from logstore_cli.provision.pulsar_topics import PulsarTopicStore, TopicStoreBySystem
 from logstore_cli.provision.service import Stores
-from logstore_cli.pulsar.admin import PulsarAdmin, PulsarTopic, TopicName, admin_url_for
+from logstore_cli.pulsar.admin import (
+    MessagePosition,
+    PulsarAdmin,
+    PulsarTopic,
+    TopicName,
+    admin_url_for,
+)
 from tests.unit.provision.fakes import MemDelta, MemTopics
 
 pytestmark = pytest.mark.unit
@@ -90,6 +97,7 @@ class FakeAdmin:
     topics: dict[str, PulsarTopic] = field(default_factory=dict)
     dedup: dict[str, bool] = field(default_factory=dict)
     entries: dict[str, dict[int, int]] = field(default_factory=dict)
+    last: dict[str, dict[int, MessagePosition]] = field(default_factory=dict)
     namespaces: set[str] = field(default_factory=lambda: {"public/default"})
     fail: dict[str, BaseException] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
@@ -138,6 +146,11 @@ class FakeAdmin:
 
     def held_entries(self, topic: TopicName, partitions: int) -> dict[int, int]:
         return {p: self.entries.get(str(topic), {}).get(p, 0) for p in range(partitions)}
+
+    def last_positions(
+        self, topic: TopicName, partitions: int
+    ) -> dict[int, MessagePosition | None]:
+        return {p: self.last.get(str(topic), {}).get(p) for p in range(partitions)}
 
 
 def fake_store(admin: FakeAdmin) -> PulsarTopicStore:
@@ -213,6 +226,20 @@ def test_partitions_only_grow_and_offsets_count_what_a_partition_holds() -> None
     assert store.describe(log) is None
 
 
+def test_adoption_positions_are_just_after_each_partitions_last_message() -> None:
+    admin = FakeAdmin()
+    store = fake_store(admin)
+    log = log_of(pulsar_table())
+    store.create(log, 3, None, {})
+    admin.last[FULL] = {0: MessagePosition(7, 41), 2: MessagePosition(9, 0, 3)}
+    positions = store.adoption_positions(log)
+    assert positions == {0: ordinal(7, 41) + 1, 1: 0, 2: ordinal(9, 0, 3) + 1}
+    # Odd: "just after" the message, where a read that has read it goes on.
+    assert message_id(positions[0]) == (7, 41, -1, False)
+    assert message_id(positions[2]) == (9, 0, 3, False)
+    assert TopicStoreBySystem(MemTopics(), lambda: store).adoption_positions(log) == positions
+
+
 # -- the store per log system, through the provisioning service -----------------------------------
 
 
@@ -263,21 +290,36 @@ def test_close_closes_the_stores_that_were_built() -> None:
     assert closed == ["kafka"]
 
 
-def test_a_pulsar_topic_holding_messages_is_never_adopted(
+def test_a_pulsar_topic_holding_messages_is_adopted_at_its_last_message_ids(
+    by_system: tuple[Stores, MemTopics, MemTopics, list[int]],
+) -> None:
+    stores, _, pulsar, _ = by_system
+    two = pulsar_table(", 'log.system.partitions' = '2'")
+    pulsar.topics[FULL] = TopicInfo(FULL, 2, 1, {})
+    pulsar.offsets[FULL] = {0: 3, 1: 0}  # messages held (PulsarTopicStore.end_offsets)
+    after_last = ordinal(12, 2) + 1
+    pulsar.positions[FULL] = {0: after_last, 1: 0}  # PulsarTopicStore.adoption_positions
+    with pytest.raises(TableConflictError, match=r"Pulsar topic .* holds 3 records"):
+        service.create_tables([two], WH, stores)
+    assert isinstance(stores.delta, MemDelta) and stores.delta.states == {}
+    plans = service.create_tables([two], WH, stores, adopt_topic=True)
+    assert plans[0].to_json()["topic"]["adopted_records"] == 3
+    props = stores.delta.states[WH / "db" / "orders"].properties
+    # The positions, never the counts: message 12:2:-1's ordinal + 1 ("just after it").
+    assert props[wh.P_ADOPTED_TOPIC] == f'{{"0":{after_last},"1":0}}'
+    assert wh.adopted_positions(props) == {0: after_last, 1: 0}
+    assert f"create {FULL}" not in pulsar.calls  # the topic is taken as it is
+
+
+def test_turning_the_log_store_on_over_a_pulsar_topic_holding_messages_needs_adopt_topic(
     by_system: tuple[Stores, MemTopics, MemTopics, list[int]],
 ) -> None:
     stores, _, pulsar, _ = by_system
     pulsar.topics[FULL] = TopicInfo(FULL, 1, 1, {})
-    pulsar.offsets[FULL] = {0: 3}  # messages held (PulsarTopicStore.end_offsets)
-    with pytest.raises(TableConflictError, match=r"Pulsar topic .* holds 3 records"):
-        service.create_tables([pulsar_table()], WH, stores)
-    with pytest.raises(InvalidInputError, match=r"--adopt-topic cannot take Pulsar topic"):
-        service.create_tables([pulsar_table()], WH, stores, adopt_topic=True)
-    assert isinstance(stores.delta, MemDelta) and stores.delta.states == {}
-
-    # Turning the log store on over the same topic, by alter-table: the same two answers.
+    pulsar.offsets[FULL] = {0: 3}
     plain = table("CREATE TABLE db.orders (id BIGINT, PRIMARY KEY (id) NOT ENFORCED);")
     service.create_tables([plain], WH, stores)
+    assert isinstance(stores.delta, MemDelta)
     ref = wh.TableRef("db", "orders", WH / "db" / "orders")
     state = stores.delta.states[ref.path]
     stored = StoredTable(ref, state, spec_from_delta(ref, state, None))
@@ -289,8 +331,8 @@ def test_a_pulsar_topic_holding_messages_is_never_adopted(
     }
     with pytest.raises(TableConflictError, match=r"Pulsar topic .* holds 3 records"):
         service.alter_table(stored, stores, turn_on, [], warehouse=WH)
-    with pytest.raises(InvalidInputError, match="issue 23"):
-        service.alter_table(stored, stores, turn_on, [], warehouse=WH, adopt_topic=True)
+    service.alter_table(stored, stores, turn_on, [], warehouse=WH, adopt_topic=True)
+    assert stores.delta.states[ref.path].properties["log-store.type"] == "pulsar"
 
 
 def test_two_service_urls_of_one_pulsar_are_the_same_cluster() -> None:

@@ -264,12 +264,17 @@ def test_the_logs_beginning_deleted_cannot_be_verified(table: Table) -> None:
     )
 
 
-def test_an_adopted_topics_prefix_may_be_gone(tmp_path: Path) -> None:
-    table = Table(tmp_path)
+def _adopt(table: Table, value: str) -> None:
+    """The table as create-table --adopt-topic leaves it: ``value`` in its adopted-topic property."""
     config = table.path / "_delta_log" / "00000000000000000000.json"
     lines = [json.loads(line) for line in config.read_text().splitlines()]
-    lines[1]["metaData"]["configuration"][wh.P_ADOPTED_TOPIC] = '{"0":10,"1":0}'
+    lines[1]["metaData"]["configuration"][wh.P_ADOPTED_TOPIC] = value
     config.write_text("".join(json.dumps(a) + "\n" for a in lines))
+
+
+def test_an_adopted_topics_prefix_may_be_gone(tmp_path: Path) -> None:
+    table = Table(tmp_path)
+    _adopt(table, '{"0":10,"1":0}')
     log = MemLog()
     log.low[0] = 6  # records before 10 were another producer's: deleting them loses nothing
     log.items[0] = []
@@ -277,6 +282,44 @@ def test_an_adopted_topics_prefix_may_be_gone(tmp_path: Path) -> None:
     version = table.commit(W, log.ends(), rows((1, "a")))
     log.marker(W, version)
     assert table.verify(log).equal
+
+
+def test_what_an_adopted_topic_held_is_not_read_even_when_it_looks_like_logstores(
+    tmp_path: Path,
+) -> None:
+    # The topic of a dropped table (drop-table keeps it) adopted by a new one: the old epoch's
+    # records and markers name Delta versions the new table's log does not confirm.
+    table = Table(tmp_path)
+    log = MemLog()
+    old = EpochId("dropped", 3, "x")
+    log.change(0, old, 7)
+    log.marker(old, 1)
+    _adopt(table, wh.adopted_positions_text(log.ends()))  # {0: 2, 1: 1}
+    log.change(0, W, 1)
+    version = table.commit(W, log.ends(), rows((1, "a")))
+    log.marker(W, version)
+    d = table.verify(log).to_json()
+    assert d["equal"], d
+    assert d["log"]["markers"] == 2 and d["log"]["unconfirmed"] == {"markers": 0, "records": 0}
+
+
+def test_a_pulsar_partition_holding_a_message_from_before_adoption_is_known_whole(
+    table: Table,
+) -> None:
+    # Positions as Pulsar's are (not dense): whether retention deleted a partition's start is
+    # known only where the partition still holds a message from before the adoption point.
+    log = MemLog()
+    log.low = {0: 2, 1: 4}
+    log.change(0, W, 1)
+    log.change(1, W, 2)
+    version = table.commit(W, log.ends(), rows((1, "a"), (2, "a")))
+    log.marker(W, version)
+    unknown = "the start is not known"
+    assert unknown in table.verify(log, unknown_start=unknown).notes  # not adopted
+    _adopt(table, '{"0":3,"1":5}')
+    assert table.verify(log, unknown_start=unknown).notes == []
+    _adopt(table, '{"0":3,"1":0}')  # partition 1 held nothing at adoption
+    assert unknown in table.verify(log, unknown_start=unknown).notes
 
 
 def test_without_an_epoch_commit_an_empty_log_is_equal(table: Table) -> None:
@@ -347,6 +390,10 @@ def test_a_forged_marker_naming_the_last_version_is_unconfirmed_and_its_records_
     assert "Kafka principal (ACLs)" in d["hint"]
     assert d["log"]["unconfirmed"] == {"markers": 2, "records": 1}
     assert not any("without a commit marker" in n for n in d["notes"])  # said in the reason
+    # Pulsar's positions are named as its message ids (cli/verify.py), not as ordinals.
+    named = table.verify(log, record_at=lambda at: f"message #{at}").to_json()
+    assert "partition 0 message #2: epoch 0 of writer intruder" in named["reason"]
+    assert "offset" not in named["reason"]
 
 
 def test_versions_after_the_last_epoch_and_file_only_epochs_are_noted(table: Table) -> None:
