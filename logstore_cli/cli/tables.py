@@ -35,7 +35,8 @@ AdoptTopicOpt = Annotated[
     typer.Option(
         "--adopt-topic",
         help="Accept an existing topic that already holds records as the table's log "
-        "(recorded with the table; readers start after those records).",
+        "(where they end is recorded with the table: verify starts there, and readers skip "
+        "records that are not logstore's).",
     ),
 ]
 

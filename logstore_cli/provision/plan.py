@@ -228,7 +228,8 @@ def check_plan(plan: TablePlan, *, if_not_exists: bool) -> None:
             f"and holds {n} "
             f"record{'s' if n != 1 else ''}",
             hint="choose a new topic name, or pass --adopt-topic to make it the table's log "
-            "anyway (readers of the table start after the records it holds now)",
+            "anyway (verify starts after the records it holds now; readers skip what is not "
+            "logstore's)",
         )
     if plan.delta is Step.EXISTS and not (if_not_exists or plan.spec.if_not_exists):
         raise TableExistsError(

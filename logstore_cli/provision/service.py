@@ -797,8 +797,8 @@ def _holds_records(
     return TableConflictError(
         f"{system} topic '{topic}' already exists and holds {records} record"
         f"{'s' if records != 1 else ''}; it would become the log of '{table}'",
-        hint="choose a new topic name, or pass --adopt-topic to use it anyway (readers of the "
-        "table then start after the records it holds now)",
+        hint="choose a new topic name, or pass --adopt-topic to use it anyway (verify then starts "
+        "after the records it holds now; readers skip what is not logstore's)",
     )
 
 
