@@ -65,10 +65,10 @@ def test_records_go_through_their_partitions_own_producer_without_a_router() -> 
     with PulsarLogProducer("pulsar://x:1", topic, 3, "logstore-w-a", client=client) as producer:
         for key in keys * 2:
             producer.send(key, key.encode(), props)
+        by_topic = {p.topic: p for p in client.producers}
+        assert set(by_topic) <= {topic.partition(i) for i in range(3)}
+        assert len(by_topic) == len(client.producers)  # one producer per partition
         ends = producer.flush()
-    by_topic = {p.topic: p for p in client.producers}
-    assert set(by_topic) <= {topic.partition(i) for i in range(3)}
-    assert len(by_topic) == len(client.producers)  # one producer per partition
     for partition in range(3):
         found = by_topic.get(topic.partition(partition))
         expected = [k for k in keys * 2 if partition_for(k.encode(), 3) == partition]
