@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from logstore_cli.errors import BrokerError, TopicNotFoundError
 from logstore_cli.ingest.epoch import Produced
 from logstore_cli.jobs.ingest import PulsarTarget, SparkBatch, SparkLogSink
-from logstore_cli.logformat.pulsar_form import to_pulsar
+from logstore_cli.logformat.pulsar_form import pulsar_key_value, pulsar_properties, to_pulsar
 from logstore_cli.logformat.wire import (
     CommitMarker,
     EpochEncoder,
@@ -103,20 +103,21 @@ class PulsarLogSink(SparkLogSink):
     def produce(self, batch: SparkBatch, eid: EpochId) -> Produced:
         rows, kinds, keys, values = self._sorted(batch)
         encoder = EpochEncoder(self.schema, eid, self.fmt)
-        headers = {kind: encoder.headers(RowKind(kind)) for kind in self.log_kinds}
+        # Each kind's properties once: the client copies them into each message.
+        props = {kind: pulsar_properties(encoder.headers(RowKind(kind))) for kind in self.log_kinds}
         wrap = self.fmt is not LogFormat.JSON
         produced = 0
         # A producer per attempt: its name is what deduplication keys on (design §7.1).
         with self._producer(eid) as producer:
             for key, value, kind in zip(keys, values, kinds, strict=True):
-                if kind not in headers:  # a kind the changelog mode leaves out (upsert: -U)
+                if kind not in props:  # a kind the changelog mode leaves out (upsert: -U)
                     continue
                 sent = (
                     change_value(value, RowKind(kind), self.fmt, upsert=self.tombstones)
                     if wrap
                     else value
                 )
-                producer.send(*to_pulsar(key, sent, headers[kind]))
+                producer.send(*pulsar_key_value(key, sent), props[kind])
                 produced += 1
             delivered = producer.flush()
         # Exact, as the lease keeps other writers out: the last message of each partition.

@@ -23,19 +23,34 @@ def to_pulsar(
     key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes]]
 ) -> PulsarMessage:
     """(partition key, payload, properties) of a record ``encode_change``/``encode_marker`` made."""
+    partition_key, payload = pulsar_key_value(key, value)
+    return partition_key, payload, pulsar_properties(headers)
+
+
+def pulsar_key_value(key: bytes | None, value: bytes | None) -> tuple[str | None, bytes]:
+    """``to_pulsar``'s partition key and payload alone: the ingest sink converts each record's
+    key and value, and each kind's headers once (``pulsar_properties``), as they repeat."""
     if key == b"":
         raise WireFormatError("an empty key cannot be a Pulsar partition key", reason="malformed")
     if value == b"":
         raise WireFormatError("an empty value would read back as a null one", reason="malformed")
     try:
-        props = {name: raw.decode("utf-8") for name, raw in headers}
         partition_key = None if key is None else key.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WireFormatError(f"not UTF-8: {exc}", reason="malformed") from None
+    return partition_key, value or b""
+
+
+def pulsar_properties(headers: Sequence[tuple[str, bytes]]) -> dict[str, str]:
+    """``to_pulsar``'s properties: the headers' names and UTF-8 values, each name once."""
+    try:
+        props = {name: raw.decode("utf-8") for name, raw in headers}
     except UnicodeDecodeError as exc:
         raise WireFormatError(f"not UTF-8: {exc}", reason="malformed") from None
     if len(props) != len(headers):
         raise WireFormatError("a header repeats: properties hold one value per name",
                               reason="malformed")  # fmt: skip
-    return partition_key, value or b"", props
+    return props
 
 
 def from_pulsar(

@@ -5,6 +5,7 @@ named partition; the positions a flush reports are the partitions' last message 
 from __future__ import annotations
 
 import json
+import urllib.request
 from typing import Any
 
 import pytest
@@ -217,14 +218,58 @@ def test_the_producer_writes_nothing_to_stdout(
 def test_an_epoch_larger_than_the_clients_queue_is_written_whole(
     pulsar: PulsarInfo, pulsar_topic: str
 ) -> None:
-    """The client queues 1000 messages by default: sending more before a flush waits for room
-    (it failed the epoch with ProducerQueueIsFull)."""
+    """A producer queues ``max_pending`` messages per partition: sending more before a flush waits
+    for room (it failed the epoch with ProducerQueueIsFull)."""
     topic = TopicName.parse(pulsar_topic)
     admin = PulsarAdmin(pulsar.web_url, timeout_s=30)
     admin.create_topic(topic, 2, retention_minutes=-1, retention_mb=-1)
     count = 2500
-    with PulsarLogProducer(pulsar.service_url, topic, 2, producer_name("w-1", "a-1")) as producer:
+    with PulsarLogProducer(
+        pulsar.service_url, topic, 2, producer_name("w-1", "a-1"), max_pending=100
+    ) as producer:  # logstore's queue is deeper than the client's; 100 is what this test fills
         for i in range(count):
             producer.send(json.dumps({"id": i}), b"{}", {"logstore.kind": "+I"})
         producer.flush()
     assert sum(len(_read(pulsar.service_url, topic.partition(p))) for p in range(2)) == count
+
+
+def _publishers(web_url: str, partition_topic: TopicName) -> list[str]:
+    """The names of the producers connected to one partition (the admin API's topic stats)."""
+    with urllib.request.urlopen(f"{web_url}{partition_topic.path}/stats", timeout=30) as answer:
+        stats = json.load(answer)
+    return sorted(p["producerName"] for p in stats.get("publishers") or ())
+
+
+def test_a_keys_records_stay_in_order_on_its_partition_through_a_producer_per_partition(
+    pulsar: PulsarInfo, pulsar_topic: str
+) -> None:
+    """The producer computes each record's partition and sends it through that partition's own
+    producer: a key's records land on Kafka's partition for it in the order sent (a small queue,
+    so sends wait for room), each partition's producers have distinct names (the attempt's for its
+    records, one per partition for its marker), and every partition ends with its marker."""
+    admin = PulsarAdmin(pulsar.web_url, timeout_s=30)
+    topic = TopicName.parse(pulsar_topic)
+    admin.create_topic(topic, 3, retention_minutes=-1, retention_mb=-1)
+    name = producer_name("w-1", "a-1")
+    keys = [json.dumps({"id": i}, separators=(",", ":")) for i in range(12)]
+    sent = [(keys[i % len(keys)], i) for i in range(600)]
+    assert {partition_for(k.encode(), 3) for k in keys} == {0, 1, 2}
+    props = {"logstore.kind": "+I"}
+    with PulsarLogProducer(pulsar.service_url, topic, 3, name, max_pending=8) as producer:
+        for key, seq in sent:
+            producer.send(key, json.dumps({"seq": seq}).encode(), props)
+        ends = producer.flush()
+        for partition in range(3):
+            producer.send_marker(partition, b'{"delta_version":0}', {"logstore.kind": "COMMIT"})
+        after_markers = producer.flush()
+        parts = [TopicName(topic.tenant, topic.namespace, f"{topic.topic}-partition-{p}")
+                 for p in range(3)]  # fmt: skip
+        names = {p: _publishers(pulsar.web_url, parts[p]) for p in range(3)}
+    assert names == {p: sorted([name, f"{name}-m{p}"]) for p in range(3)}
+    for partition in range(3):
+        records = _read(pulsar.service_url, topic.partition(partition))
+        changes = [(key, json.loads(data)["seq"]) for key, data, _, _ in records[:-1]]
+        assert changes == [(k, seq) for k, seq in sent if partition_for(k.encode(), 3) == partition]
+        assert records[-1][2] == {"logstore.kind": "COMMIT"}
+        assert ends[partition] == records[-2][3] and after_markers[partition] == records[-1][3]
+    assert admin.last_positions(topic, 3) == after_markers
