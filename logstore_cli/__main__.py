@@ -38,8 +38,10 @@ def _main() -> None:
     try:
         run_app()
     except SystemExit as done:
-        # hdfs_native is imported only once a command opened an hdfs:// warehouse (not by S3's).
-        if "hdfs_native" in sys.modules and "pyspark" not in sys.modules:
+        # hdfs_native is imported only once a command opened an hdfs:// warehouse (not by S3's),
+        # _pulsar (pulsar-client's native module) once it made a Pulsar client.
+        native = "hdfs_native" in sys.modules or "_pulsar" in sys.modules
+        if native and "pyspark" not in sys.modules:
             _exit_before_teardown(done.code if isinstance(done.code, int) else 1)
         raise
 
@@ -50,7 +52,8 @@ def _exit_before_teardown(code: int) -> None:
     A command that reached HDFS (delta-rs and hdfs-native run native threads of their own) was
     seen to abort at exit on a loaded machine after it had printed all its output and chosen its
     code ("terminate called without an active exception", exit -6): a native thread still running
-    while the interpreter tore its modules down. Nothing of logstore's is left to do then (its
+    while the interpreter tore its modules down. pulsar-client's C++ client did the same after a
+    failed ``verify`` (its admin API unreachable), one run in four. Nothing of logstore's is left to do then (its
     files are written and closed), so the code goes to the OS directly, the output and log
     handlers flushed first. Only here, in the process's own entry point (never in a caller's
     process), and never after Spark ran: its exit hooks stop the JVM.

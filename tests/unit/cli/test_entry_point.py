@@ -1,5 +1,6 @@
-"""The console entry point's exit: without the interpreter's teardown only after HDFS's native
-client ran in the process (its threads were seen racing the teardown), never after Spark."""
+"""The console entry point's exit: without the interpreter's teardown only after HDFS's or
+Pulsar's native client ran in the process (their threads were seen racing the teardown), never
+after Spark."""
 
 from __future__ import annotations
 
@@ -35,23 +36,31 @@ def exits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return called
 
 
-def test_a_process_that_opened_hdfs_ends_without_teardown(
-    exits: list[int], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("native", ["hdfs_native", "_pulsar"])
+def test_a_process_that_ran_a_native_client_ends_without_teardown(
+    exits: list[int], monkeypatch: pytest.MonkeyPatch, native: str
 ) -> None:
-    monkeypatch.setitem(sys.modules, "hdfs_native", types.ModuleType("hdfs_native"))
+    monkeypatch.delitem(sys.modules, "hdfs_native", raising=False)
+    monkeypatch.delitem(sys.modules, "_pulsar", raising=False)
+    monkeypatch.setitem(sys.modules, native, types.ModuleType(native))
     monkeypatch.delitem(sys.modules, "pyspark", raising=False)
     with pytest.raises(_Exited):
         entry.main()
     assert exits == [3]
 
 
-@pytest.mark.parametrize("loaded", [(), ("hdfs_native", "pyspark")], ids=["s3-or-local", "spark"])
+@pytest.mark.parametrize(
+    "loaded",
+    [(), ("hdfs_native", "pyspark"), ("_pulsar", "pyspark")],
+    ids=["s3-or-local", "spark", "spark-on-pulsar"],
+)
 def test_other_processes_exit_normally(
     exits: list[int], monkeypatch: pytest.MonkeyPatch, loaded: tuple[str, ...]
 ) -> None:
     """An S3 or local command (logstore_cli.storage.hdfs may be imported: the seam names it) and
     any process that ran Spark (its exit hooks stop the JVM) raise SystemExit as usual."""
     monkeypatch.delitem(sys.modules, "hdfs_native", raising=False)
+    monkeypatch.delitem(sys.modules, "_pulsar", raising=False)
     monkeypatch.delitem(sys.modules, "pyspark", raising=False)
     monkeypatch.setitem(sys.modules, "logstore_cli.storage.hdfs", types.ModuleType("x"))
     for name in loaded:
