@@ -4,6 +4,9 @@ there, an ingest of local JSON files whose Spark writes the Delta table on ``s3a
 checkpoint beside it, the writer lease, writer id and quarantine written through the seam; then
 the stores agree (``read --mode log --consistent`` folds to ``read --mode file``, ``verify``),
 ``status`` shows the epochs, a second ingest with updates and deletes and a rerun are exactly once.
+The table is a plain Delta table there: delta-rs with the AWS options a user would write, and a
+Spark session with only Delta's own settings and plain ``fs.s3a.*`` ones (``plain_spark_read``),
+read it back.
 
 One test: each Spark job costs 20-40 s, so the set-up is shared and the file stays near 3 minutes.
 """
@@ -18,6 +21,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
+from tests.e2e import plain_spark_read
 from tests.e2e.test_s3_tables_cli import Lake
 from tests.integration.jobs.ingest_support import (
     Change,
@@ -123,6 +127,10 @@ def test_ingest_on_s3_writes_both_stores_exactly_once_with_the_job_state_on_s3(
     assert sorted(p.name for p in lake.cwd.iterdir()) == ["in", "state"]
     writer_file = _read_object(lake, f"{state}/checkpoints/ingest/logstore-writer.json")
     writer = json.loads(writer_file)["writer"]
+    # A Spark session a user would build reads the first ingest's last version, meanwhile.
+    s3 = {"endpoint": lake.env["AWS_ENDPOINT_URL"], "region": lake.env["AWS_REGION"]}
+    uri = f"s3a://{lake.bucket}/{PREFIX}"
+    plain = plain_spark_read.start(uri, first[-1]["delta_version"], s3, lake.env)
 
     assert file_rows(lake) == expected(log)
     assert folded(log_rows(lake)) == expected(log)
@@ -157,16 +165,21 @@ def test_ingest_on_s3_writes_both_stores_exactly_once_with_the_job_state_on_s3(
     assert folded(lines) == file_rows(lake) == expected(everything)
     verified = lake.ok("verify", TABLE)
     assert verified["equal"] is True and verified["delta_version"] == second[-1]["delta_version"]
-    # A table written by Spark on s3a:// is a plain Delta table to delta-rs on s3://.
-    uri, options = f"s3://{lake.bucket}/{PREFIX}", lake_options(lake)
-    assert DeltaTable(uri, storage_options=options).version() == second[-1]["delta_version"]
+    # A table written by Spark on s3a:// is a plain Delta table to delta-rs on s3:// with the
+    # options a user writes (not logstore's), and to the plain Spark session on s3a://.
+    keys = ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+    options = {k: lake.env[k] for k in keys} | {"AWS_ALLOW_HTTP": "true"}
+    table = DeltaTable(f"s3://{lake.bucket}/{PREFIX}", storage_options=options)
+    assert table.version() == second[-1]["delta_version"]
+    assert by_key(table.to_pyarrow_table().to_pylist()) == expected(everything)
+    assert by_key(plain.rows()) == expected(log)
+
+
+def by_key(rows: list[dict[str, Any]]) -> State:
+    state = {int(r["id"]): normalized(r) for r in rows}
+    assert len(state) == len(rows), "a key appears twice in the Delta table"
+    return state
 
 
 def _read_object(lake: Lake, key: str) -> bytes:
     return bytes(lake.client.get_object(Bucket=lake.bucket, Key=key)["Body"].read())
-
-
-def lake_options(lake: Lake) -> dict[str, str]:
-    from logstore_cli.storage.s3 import S3Settings
-
-    return S3Settings.from_env(lake.env).delta_rs_options()
