@@ -8,7 +8,8 @@ hdfs://…`` outside the warehouse keeps Spark's offsets and its writer id there
 warehouse is refused before Spark starts. The table is a plain Delta table there: delta-rs, and a
 Spark session with only Delta's own settings (``plain_spark_read``), read it back.
 
-One test: each Spark job costs 20-40 s, so the set-up is shared.
+One test: each Spark job costs 20-40 s, so the set-up is shared (the plain Spark read runs in the
+background meanwhile).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ The table is a plain Delta table there: delta-rs with the AWS options a user wou
 Spark session with only Delta's own settings and plain ``fs.s3a.*`` ones (``plain_spark_read``),
 read it back.
 
-One test: each Spark job costs 20-40 s, so the set-up is shared and the file stays near 3 minutes.
+One test: each Spark job costs 20-40 s, so the set-up is shared (the plain Spark read runs in the
+background meanwhile; optimize is one more Spark job, between the two ingests it is checked with).
 """
 
 from __future__ import annotations
