@@ -530,6 +530,13 @@ class HeldLease:
             self._info = replace(self._info, writer=writer, unfenced=tuple(unfenced))
         self.renew()
 
+    def set_unfenced(self, unfenced: tuple[str, ...]) -> None:
+        """Record the writers this holder still has to fence (none once it fenced them), for a
+        holder with no writer id of its own (``optimize``): a renewal that carries them."""
+        with self._mutex:
+            self._info = replace(self._info, unfenced=tuple(unfenced))
+        self.renew()
+
     def _raise_if_done(self) -> None:
         """LeaseLostError when a renewal found the lease lost, or it was released."""
         if self._lost is not None:

@@ -163,22 +163,19 @@ def config_options(*groups: Uses) -> Callable[[Callable[..., None]], Callable[..
 
 
 # The commands that run on a remote (s3://, hdfs://) warehouse (issue 19): every command that
-# reads or writes tables, optimize on hdfs:// only. 'read' refuses a Delta or
-# Parquet output that is no local path itself (read/service.py build_request).
+# reads or writes tables ('optimize' on s3:// under the table's writer lease: jobs/optimize.py).
+# 'read' refuses a Delta or Parquet output that is no local path itself (read/service.py
+# build_request).
 REMOTE_COMMANDS = frozenset(
     {"create-table", "list", "describe", "alter-table", "drop-table", "status", "history"}
     | {"verify", "read", "ingest", "vacuum", "optimize"}
 )
-# Of those, the ones that run on hdfs:// only. optimize is a second Spark driver committing to the
-# table: HDFSLogStore commits by an atomic rename (safe beside a running ingest), S3's log store
-# is single-driver (one driver's commit can overwrite another's: docs/cluster.md, section 5).
-HDFS_ONLY_COMMANDS = frozenset({"optimize"})
 # Commands that read the warehouse setting only (never a table): not refused on a remote one.
-_WAREHOUSE_ANYWHERE = (REMOTE_COMMANDS - HDFS_ONLY_COMMANDS) | {"setup"}
+_WAREHOUSE_ANYWHERE = REMOTE_COMMANDS | {"setup"}
 REMOTE_WORKS = (
     "create-table, list, describe, alter-table (--set, --unset, --add-column), drop-table, "
     "status, history, verify, read (every engine; Delta and Parquet outputs to a local path), "
-    "ingest and vacuum run there today, and optimize on hdfs://"
+    "ingest, vacuum and optimize run there today"
 )
 
 
@@ -191,15 +188,7 @@ def refuse_remote_warehouse(
         config = load(config_path, os.environ, flags)
     except LogstoreError:  # the command reports a bad configuration itself, in its own order
         return
-    if command in HDFS_ONLY_COMMANDS and config.s3_warehouse:
-        raise InvalidInputError(
-            f"'{command}' does not run on an s3:// warehouse: it is a second Spark driver "
-            "committing to the table, and Delta's S3 log store is safe for one writing driver "
-            "only (a commit of one can overwrite the other's)",
-            hint="on S3 the ingest job compacts in its own driver (the table property "
-            "full-compaction.delta-commits); see docs/cluster.md, section 5",
-        )
-    if config.remote_warehouse and command not in HDFS_ONLY_COMMANDS:
+    if config.remote_warehouse:
         raise InvalidInputError(
             f"'{command}' does not run on {remote_kind(config.warehouse)} warehouse yet (issue 19 "
             f"stage 2b): {REMOTE_WORKS}",

@@ -5,9 +5,11 @@ lease, the writer id and the carry's state through the HDFS backend; then the st
 (``read --mode log --consistent`` folds to ``read --mode file``, ``verify``), ``status`` shows the
 epochs (a job run again from its checkpoint on HDFS is the crash test's ``[hdfs]`` case). A
 second job with ``--checkpoint hdfs://…`` outside the warehouse keeps Spark's offsets and its
-writer id there; one inside the warehouse is refused before Spark starts.
+writer id there; one inside the warehouse is refused before Spark starts. The table is a plain Delta table there: delta-rs, and a
+Spark session with only Delta's own settings (``plain_spark_read``), read it back.
 
-One test: each Spark job costs 20-40 s, so the set-up is shared.
+One test: each Spark job costs 20-40 s, so the set-up is shared (the plain Spark read runs in the
+background meanwhile).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import pytest
 from deltalake import DeltaTable
 
 from logstore_cli.storage.hdfs_server import HdfsServerInfo
+from tests.e2e import plain_spark_read
 from tests.e2e.test_hdfs_tables_cli import Lake
-from tests.e2e.test_s3_ingest_cli import folded
+from tests.e2e.test_s3_ingest_cli import by_key, folded
 from tests.integration.jobs.ingest_support import (
     Change,
     changes,
@@ -79,6 +82,9 @@ def test_ingest_on_hdfs_writes_both_stores_exactly_once_with_the_job_state_on_hd
     assert any("logstore-writer.json" in f for f in files)
     assert any("lease.json" in f for f in files)
     assert sorted(p.name for p in lake.cwd.iterdir()) == ["in", "state"]
+    # A Spark session a user would build reads the ingest's last version, meanwhile.
+    uri = f"{lake.uri}/shop/orders"
+    plain = plain_spark_read.start(uri, epochs[-1]["delta_version"], None, lake.env)
 
     want = {k: normalized(v) for k, v in fold(everything).items()}
     snapshot = read(lake, "--mode", "file")
@@ -96,8 +102,10 @@ def test_ingest_on_hdfs_writes_both_stores_exactly_once_with_the_job_state_on_hd
     # Each change once in the log. (A job run again from its checkpoint on HDFS is the crash
     # test's [hdfs] case: tests/integration/jobs/test_ingest_crash.py.)
     assert len(read(lake, "--mode", "log", "--consistent", "--from", "earliest")) == len(everything)
-    # A table Spark wrote on hdfs:// is a plain Delta table to delta-rs.
-    assert DeltaTable(f"{lake.uri}/shop/orders").version() == epochs[-1]["delta_version"]
+    # A table Spark wrote on hdfs:// is a plain Delta table to delta-rs and the plain session.
+    table = DeltaTable(uri)
+    assert table.version() == epochs[-1]["delta_version"]
+    assert by_key(table.to_pyarrow_table().to_pylist()) == want == by_key(plain.rows())
 
     # A second job with its checkpoint on HDFS outside the warehouse (--checkpoint hdfs://…): a
     # checkpoint inside the warehouse is refused first (exit 2, before Spark starts).

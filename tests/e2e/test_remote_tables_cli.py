@@ -159,13 +159,8 @@ def test_what_needs_spark_exits_2_and_changes_nothing(lake: Lake) -> None:
         "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
     )  # fmt: skip
     assert spark_only.returncode == 2 and "needs Spark" in spark_only.stderr
-    if lake.backend == "s3":  # on HDFS it runs: test_optimize_on_hdfs_compacts_the_tables_files
-        optimized = lake.run("optimize", "shop.orders")  # ingest runs there: test_s3_ingest_cli.py
-        assert optimized.returncode == 2
-        assert (
-            "'optimize' does not run on an s3:// warehouse: it is a second Spark"
-            in optimized.stderr
-        )
+    # optimize runs on both: test_optimize_on_hdfs_compacts_the_tables_files, and on S3 under the
+    # writer lease test_s3_ingest_cli.py (check_optimize_holds_the_lease)
     assert lake.files() == before
 
 

@@ -3,15 +3,21 @@ the CLI with nothing but ``LOGSTORE_WAREHOUSE`` and the standard AWS variables: 
 there, an ingest of local JSON files whose Spark writes the Delta table on ``s3a://`` and its
 checkpoint beside it, the writer lease, writer id and quarantine written through the seam; then
 the stores agree (``read --mode log --consistent`` folds to ``read --mode file``, ``verify``),
-``status`` shows the epochs, and a second ingest with updates and deletes (the job run again from
-its checkpoint on S3) is exactly once.
+``status`` shows the epochs, ``optimize`` holds the writer lease (refused while a live holder
+has it; takes an expired one over, fencing its writer) and compacts, a second ingest with updates
+and deletes after it (the job run again from its checkpoint on S3) is exactly once.
+The table is a plain Delta table there: delta-rs with the AWS options a user would write, and a
+Spark session with only Delta's own settings and plain ``fs.s3a.*`` ones (``plain_spark_read``),
+read it back.
 
-One test: each Spark job costs 20-40 s, so the set-up is shared and the file stays near 3 minutes.
+One test: each Spark job costs 20-40 s, so the set-up is shared (the plain Spark read runs in the
+background meanwhile; optimize is one more Spark job, between the two ingests it is checked with).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -19,6 +25,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
+from tests.e2e import plain_spark_read
 from tests.e2e.test_s3_tables_cli import Lake
 from tests.integration.jobs.ingest_support import (
     Change,
@@ -124,6 +131,10 @@ def test_ingest_on_s3_writes_both_stores_exactly_once_with_the_job_state_on_s3(
     assert sorted(p.name for p in lake.cwd.iterdir()) == ["in", "state"]
     writer_file = _read_object(lake, f"{state}/checkpoints/ingest/logstore-writer.json")
     writer = json.loads(writer_file)["writer"]
+    # A Spark session a user would build reads the first ingest's last version, meanwhile.
+    s3 = {"endpoint": lake.env["AWS_ENDPOINT_URL"], "region": lake.env["AWS_REGION"]}
+    uri = f"s3a://{lake.bucket}/{PREFIX}"
+    plain = plain_spark_read.start(uri, first[-1]["delta_version"], s3, lake.env)
 
     assert file_rows(lake) == expected(log)
     assert folded(log_rows(lake)) == expected(log)
@@ -134,6 +145,8 @@ def test_ingest_on_s3_writes_both_stores_exactly_once_with_the_job_state_on_s3(
         (writer, 1, first[-1]["delta_version"])
     ]
     assert status["lease"] is None  # released (a conditional overwrite) when the job ended
+
+    check_optimize_holds_the_lease(lake, writer, expected(log))
 
     # Updates and deletes of live keys, and one malformed record: quarantined on S3.
     write_files(lake.cwd / "in", [more], start=2)
@@ -158,16 +171,60 @@ def test_ingest_on_s3_writes_both_stores_exactly_once_with_the_job_state_on_s3(
     assert folded(lines) == file_rows(lake) == expected(everything)
     verified = lake.ok("verify", TABLE)
     assert verified["equal"] is True and verified["delta_version"] == second[-1]["delta_version"]
-    # A table written by Spark on s3a:// is a plain Delta table to delta-rs on s3://.
+    # A table written by Spark on s3a:// is a plain Delta table to delta-rs on s3:// with the
+    # options a user writes (not logstore's), and to the plain Spark session on s3a://.
+    table = DeltaTable(f"s3://{lake.bucket}/{PREFIX}", storage_options=lake_options(lake))
+    assert table.version() == second[-1]["delta_version"]
+    assert by_key(table.to_pyarrow_table().to_pylist()) == expected(everything)
+    assert by_key(plain.rows()) == expected(log)
+
+
+def check_optimize_holds_the_lease(lake: Lake, writer: str, want: State) -> None:
+    """``optimize`` on S3 takes the table's writer lease, as ingest does: refused while a live
+    holder has it (exit 1, the holder named, nothing changed); then, the lease left expired with
+    ``writer`` in it (an ingest paused past its TTL), it takes it over, fences ``writer`` in
+    Delta, compacts the table's files into one and releases the lease (the test's caller then
+    ingests again: the same writer takes the lease back and commits)."""
+    from logstore_cli.catalog import epochs
+    from logstore_cli.catalog.storage_lease import acquire_lease, read_lease_on
+    from logstore_cli.storage import open_storage
+
+    table = open_storage(lake.uri).child("shop").child("orders")
+    held = acquire_lease(table, "ingest", 60, table=TABLE)
+    before, lease = lake.objects(), read_lease_on(table)
+    refused = lake.run("optimize", TABLE)
+    assert refused.returncode == 1, refused.stderr
+    assert f"{TABLE} was not compacted: job 'ingest'" in refused.stderr
+    assert "nothing was changed" in refused.stderr and "again once that job" in refused.stderr
+    assert lake.objects() == before and read_lease_on(table) == lease
+    held.release()
+
+    stale = acquire_lease(table, "ingest", 1, table=TABLE, clock=lambda: time.time() - 100)
+    stale.set_writer(writer)  # never released: its holder "paused"
     uri, options = f"s3://{lake.bucket}/{PREFIX}", lake_options(lake)
-    assert DeltaTable(uri, storage_options=options).version() == second[-1]["delta_version"]
+    files = len(DeltaTable(uri, storage_options=options).file_uris())
+    assert files >= 2, files  # something to compact
+    done = lake.ok("optimize", TABLE)
+    assert (done["files_removed"], done["files_added"]) == (files, 1), done
+    assert len(done["fenced"]) == 1 and done["fenced"][0] < done["delta_version"], done
+    assert epochs.writer_txn(table, writer).fenced
+    compacted = DeltaTable(uri, storage_options=options)
+    assert compacted.version() == done["delta_version"] and len(compacted.file_uris()) == 1
+    assert file_rows(lake) == want
+    assert lake.ok("status", TABLE)["lease"] is None  # released
+
+
+def lake_options(lake: Lake) -> dict[str, str]:
+    """delta-rs's storage options as a user writes them (not logstore's)."""
+    keys = ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+    return {k: lake.env[k] for k in keys} | {"AWS_ALLOW_HTTP": "true"}
+
+
+def by_key(rows: list[dict[str, Any]]) -> State:
+    state = {int(r["id"]): normalized(r) for r in rows}
+    assert len(state) == len(rows), "a key appears twice in the Delta table"
+    return state
 
 
 def _read_object(lake: Lake, key: str) -> bytes:
     return bytes(lake.client.get_object(Bucket=lake.bucket, Key=key)["Body"].read())
-
-
-def lake_options(lake: Lake) -> dict[str, str]:
-    from logstore_cli.storage.s3 import S3Settings
-
-    return S3Settings.from_env(lake.env).delta_rs_options()
