@@ -397,6 +397,9 @@ class SparkBatch:
 
     frame: DataFrame
     arrival_fields: list[str]
+    # The good records' count, once a port learnt it (the commit's one look at the batch): the
+    # file-only count then runs no Spark job of its own.
+    good_rows: int | None = None
 
     @property
     def good(self) -> DataFrame:
@@ -684,6 +687,8 @@ class DeltaCommitter:
         return None if found is None else _committed(found)
 
     def count(self, batch: SparkBatch) -> int:
+        if batch.good_rows is not None:
+            return batch.good_rows
         return batch.good.count()
 
     def commit(self, batch: SparkBatch, eid: EpochId, offsets: Mapping[int, LogPosition]) -> int:
@@ -854,19 +859,7 @@ class DeltaCommitter:
                 .save(path)
             )
         else:
-            if RowKind.UPDATE_BEFORE.value not in self.log_kinds:
-                # An upsert changelog has no -U: the table ignores them too, or a -U ending an
-                # epoch (its +U in the next) would delete a row the log still shows.
-                good = good.filter(
-                    F.col(plan.KIND).isNull() | (F.col(plan.KIND) != RowKind.UPDATE_BEFORE.value)
-                )
-            order = [F.col(plan.SEQ).desc_nulls_last(), F.col(plan.ARRIVAL).desc()]
-            last = Window.partitionBy(*[F.col(_name(k)) for k in self.keys]).orderBy(*order)
-            latest = (
-                good.withColumn("_ls_rank", F.row_number().over(last))
-                .filter(F.col("_ls_rank") == 1)
-                .drop("_ls_rank")
-            )
+            latest = self.merge_source(batch)
             removing = F.col(f"s.{plan.KIND}").isin(*[k.value for k in plan.REMOVING_KINDS])
             keeping = F.col(f"s.{plan.KIND}").isNull() | ~removing
             on = None
@@ -900,6 +893,39 @@ class DeltaCommitter:
             finally:
                 for key in (TXN_APP_ID, TXN_VERSION, USER_METADATA):
                     conf.unset(key)
+
+    def merge_source(self, batch: SparkBatch) -> DataFrame:
+        """The MERGE's source: each key's latest change among ``batch``'s good records (less those
+        the table ignores), only the table's columns and the kind. One aggregation over the
+        cached batch counts its good records (``batch.good_rows``) and the kept ones' distinct
+        keys: when every key occurs once (the usual epoch) the ranking, a shuffle and sort that
+        Delta would run in each of its passes over the source, is skipped; it would keep every
+        row."""
+        keys = [F.col(_name(k)) for k in self.keys]
+        frame = batch.good
+        in_kept = F.lit(True)
+        if RowKind.UPDATE_BEFORE.value not in self.log_kinds:
+            # An upsert changelog has no -U: the table ignores them too, or a -U ending an
+            # epoch (its +U in the next) would delete a row the log still shows.
+            in_kept = F.col(plan.KIND).isNull() | (F.col(plan.KIND) != RowKind.UPDATE_BEFORE.value)
+        kept = frame.filter(in_kept)
+        stats = frame.agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.count(F.when(in_kept, F.lit(1))).alias("kept"),
+            F.count_distinct(F.when(in_kept, F.struct(*keys))).alias("keys"),
+        ).first()
+        assert stats is not None  # a global aggregation has one row
+        batch.good_rows = int(stats["rows"])
+        latest = kept
+        if int(stats["keys"]) != int(stats["kept"]):  # a key changed twice: the latest wins
+            order = [F.col(plan.SEQ).desc_nulls_last(), F.col(plan.ARRIVAL).desc()]
+            last = Window.partitionBy(*keys).orderBy(*order)
+            latest = (
+                kept.withColumn("_ls_rank", F.row_number().over(last))
+                .filter(F.col("_ls_rank") == 1)
+                .drop("_ls_rank")
+            )
+        return latest.select(*[F.col(_name(c)) for c in self.columns], F.col(plan.KIND))
 
     def compact(self) -> Compacted:
         """Delta's OPTIMIZE (bin-packing) of the files under 64 MiB into files of up to 128 MiB
