@@ -15,8 +15,10 @@ first epoch of each query (Spark's planning and JIT warm-up) is reported but lef
 median. After the epochs: each table's file count and a full read (``count()`` in Spark).
 
 The reference MERGE: ``t.id = s.id``, delete when ``op = '-D'``, update all / insert all else. The
-job's MERGE also ranks each key's changes within the epoch (the latest wins) and sets Delta's
-idempotent-write ids, and double-write produces the records and the markers too.
+job's MERGE also bounds ``t.id`` to the epoch's key range, ranks a key's changes within the epoch
+when a key occurs twice (never here: each key once per epoch; one aggregation over the epoch
+tells) and sets Delta's idempotent-write ids, and double-write produces the records and the
+markers too.
 
 Without ``--bootstrap`` a single-node KRaft broker is started for the run. Everything the run
 creates lives in one temporary directory, removed at the end (also after an error or Ctrl-C).

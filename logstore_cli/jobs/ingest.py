@@ -29,6 +29,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ByteType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+)
 from pyspark.sql.window import Window
 
 from logstore_cli.catalog import epochs
@@ -397,6 +406,9 @@ class SparkBatch:
 
     frame: DataFrame
     arrival_fields: list[str]
+    # The good records' count, once a port learnt it (the commit's one look at the batch): the
+    # file-only count then runs no Spark job of its own.
+    good_rows: int | None = None
 
     @property
     def good(self) -> DataFrame:
@@ -646,6 +658,19 @@ class WriterFenced(LeaseLostError):
         )
 
 
+# Key types whose range goes into the MERGE condition: a collected value is the same literal again
+# (no time zone, no float -0.0/NaN equality questions), and Delta keeps min/max statistics of them.
+_RANGED = (ByteType, ShortType, IntegerType, LongType, DecimalType, StringType, DateType)
+
+
+@dataclass(frozen=True)
+class MergeSource:
+    """An epoch's MERGE source, and each ranged key column's (name, min, max) in it."""
+
+    frame: DataFrame
+    bounds: list[tuple[str, Any, Any]]
+
+
 def _committed(commit: epochs.EpochCommit) -> Committed:
     return Committed(commit.epoch, commit.version, commit.positions)
 
@@ -684,6 +709,8 @@ class DeltaCommitter:
         return None if found is None else _committed(found)
 
     def count(self, batch: SparkBatch) -> int:
+        if batch.good_rows is not None:
+            return batch.good_rows
         return batch.good.count()
 
     def commit(self, batch: SparkBatch, eid: EpochId, offsets: Mapping[int, LogPosition]) -> int:
@@ -854,26 +881,11 @@ class DeltaCommitter:
                 .save(path)
             )
         else:
-            if RowKind.UPDATE_BEFORE.value not in self.log_kinds:
-                # An upsert changelog has no -U: the table ignores them too, or a -U ending an
-                # epoch (its +U in the next) would delete a row the log still shows.
-                good = good.filter(
-                    F.col(plan.KIND).isNull() | (F.col(plan.KIND) != RowKind.UPDATE_BEFORE.value)
-                )
-            order = [F.col(plan.SEQ).desc_nulls_last(), F.col(plan.ARRIVAL).desc()]
-            last = Window.partitionBy(*[F.col(_name(k)) for k in self.keys]).orderBy(*order)
-            latest = (
-                good.withColumn("_ls_rank", F.row_number().over(last))
-                .filter(F.col("_ls_rank") == 1)
-                .drop("_ls_rank")
-            )
+            source = self.merge_source(batch)
+            latest = source.frame
             removing = F.col(f"s.{plan.KIND}").isin(*[k.value for k in plan.REMOVING_KINDS])
             keeping = F.col(f"s.{plan.KIND}").isNull() | ~removing
-            on = None
-            for k in self.keys:
-                cond = F.col(f"t.{_name(k)}") == F.col(f"s.{_name(k)}")
-                on = cond if on is None else on & cond
-            assert on is not None
+            on = self.merge_condition(source)
             values: dict[str, str | Column] = {
                 _name(c): F.col(f"s.{_name(c)}") for c in self.columns
             }
@@ -900,6 +912,69 @@ class DeltaCommitter:
             finally:
                 for key in (TXN_APP_ID, TXN_VERSION, USER_METADATA):
                     conf.unset(key)
+
+    def merge_source(self, batch: SparkBatch) -> MergeSource:
+        """The MERGE's source: each key's latest change among ``batch``'s good records (less those
+        the table ignores), only the table's columns and the kind. One aggregation over the
+        cached batch counts its good records (``batch.good_rows``) and the kept ones' distinct
+        keys: when every key occurs once (the usual epoch) the ranking, a shuffle and sort that
+        Delta would run in each of its passes over the source, is skipped; it would keep every
+        row. The same aggregation gives each key column's range in the epoch (``bounds``)."""
+        keys = [F.col(_name(k)) for k in self.keys]
+        ranged = [k for k in self.keys if isinstance(batch.frame.schema[k].dataType, _RANGED)]
+        frame = batch.good
+        in_kept = F.lit(True)
+        if RowKind.UPDATE_BEFORE.value not in self.log_kinds:
+            # An upsert changelog has no -U: the table ignores them too, or a -U ending an
+            # epoch (its +U in the next) would delete a row the log still shows.
+            in_kept = F.col(plan.KIND).isNull() | (F.col(plan.KIND) != RowKind.UPDATE_BEFORE.value)
+        kept = frame.filter(in_kept)
+        stats = frame.agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.count(F.when(in_kept, F.lit(1))).alias("kept"),
+            F.count_distinct(F.when(in_kept, F.struct(*keys))).alias("keys"),
+            *[
+                F.min(F.when(in_kept, F.col(_name(k)))).alias(f"min{i}")
+                for i, k in enumerate(ranged)
+            ],
+            *[
+                F.max(F.when(in_kept, F.col(_name(k)))).alias(f"max{i}")
+                for i, k in enumerate(ranged)
+            ],
+        ).first()
+        assert stats is not None  # a global aggregation has one row
+        batch.good_rows = int(stats["rows"])
+        latest = kept
+        if int(stats["keys"]) != int(stats["kept"]):  # a key changed twice: the latest wins
+            order = [F.col(plan.SEQ).desc_nulls_last(), F.col(plan.ARRIVAL).desc()]
+            last = Window.partitionBy(*keys).orderBy(*order)
+            latest = (
+                kept.withColumn("_ls_rank", F.row_number().over(last))
+                .filter(F.col("_ls_rank") == 1)
+                .drop("_ls_rank")
+            )
+        bounds = [
+            (k, stats[f"min{i}"], stats[f"max{i}"])
+            for i, k in enumerate(ranged)
+            if stats[f"min{i}"] is not None
+        ]
+        frame = latest.select(*[F.col(_name(c)) for c in self.columns], F.col(plan.KIND))
+        return MergeSource(frame, bounds)
+
+    def merge_condition(self, source: MergeSource) -> Column:
+        """``t.k = s.k`` for every key column, and each ranged key's epoch range on the target
+        (``t.k BETWEEN min AND max``): a target row outside it matches no change of the epoch, so
+        the MERGE is the same, and Delta skips the files whose statistics lie outside it instead of
+        joining every file of the table (keys that grow, or changes to recent keys)."""
+        parts = [F.col(f"t.{_name(k)}") == F.col(f"s.{_name(k)}") for k in self.keys]
+        parts += [
+            F.col(f"t.{_name(k)}").between(F.lit(low), F.lit(high))
+            for k, low, high in source.bounds
+        ]
+        on = parts[0]
+        for part in parts[1:]:
+            on = on & part
+        return on
 
     def compact(self) -> Compacted:
         """Delta's OPTIMIZE (bin-packing) of the files under 64 MiB into files of up to 128 MiB

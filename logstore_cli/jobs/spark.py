@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -72,9 +73,47 @@ def is_loopback_master(master: str) -> bool:
     return all(h in _LOOPBACK_HOSTS or h.startswith("127.") for h in hosts)
 
 
-def defaults_for(master: str) -> dict[str, str]:
-    """The confs logstore gives a master before Delta's and the user's (which win)."""
-    return dict(LOCAL_DEFAULTS) if is_loopback_master(master) else {}
+TASKS_PER_CORE = 2  # shuffle tasks per core: a slow task is half a core's share of a stage
+
+
+def local_cores(master: str, machine: int | None = None) -> int | None:
+    """The cores a ``local`` master runs on: ``local`` 1, ``local[N]`` and ``local[N,F]`` N,
+    ``local[*]`` the machine's (``machine``, else ``os.cpu_count()``); None for another master."""
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master.strip())
+    if m is None:
+        return None
+    given = m.group(1)
+    if given is None:
+        return 1
+    if given == "*":
+        return machine if machine is not None else _usable_cores()
+    return max(1, int(given))
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as ``nproc`` says), else the machine's."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+
+
+def shuffle_partitions(cores: int) -> int:
+    """Shuffle partitions for ``cores`` cores. Spark's default (200) makes every shuffle of a small
+    epoch 200 tasks, each with its scheduling cost, and a MERGE write up to as many files."""
+    return max(2, TASKS_PER_CORE * cores)
+
+
+def defaults_for(master: str, machine: int | None = None) -> dict[str, str]:
+    """The confs logstore gives a master before Delta's and the user's (which win): a local
+    master's shuffle partitions and parallelism sized to its cores, a standalone master on
+    loopback LOCAL_DEFAULTS' few tasks; a remote cluster's size is unknown here (no defaults)."""
+    if not is_loopback_master(master):
+        return {}
+    conf = dict(LOCAL_DEFAULTS)
+    cores = local_cores(master, machine)
+    if cores is not None:
+        tasks = str(shuffle_partitions(cores))
+        conf["spark.sql.shuffle.partitions"] = conf["spark.default.parallelism"] = tasks
+    return conf
 
 
 KEEP_DRIVER_LOGS = 10

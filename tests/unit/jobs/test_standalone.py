@@ -18,7 +18,14 @@ import pytest
 from logstore_cli.cli.app import run
 from logstore_cli.errors import InvalidInputError, SparkClusterError
 from logstore_cli.jobs import standalone
-from logstore_cli.jobs.spark import LOCAL_DEFAULTS, SparkSettings, is_loopback_master, session_conf
+from logstore_cli.jobs.spark import (
+    LOCAL_DEFAULTS,
+    SparkSettings,
+    defaults_for,
+    is_loopback_master,
+    local_cores,
+    session_conf,
+)
 from logstore_cli.jobs.submit import pin_options
 from logstore_cli.paths import state_subdir
 
@@ -230,3 +237,19 @@ def test_pinned_options_replace_the_given_ones_in_both_forms() -> None:
     assert pinned == ["ingest", "db.t", "--source", "in", "--once",
                       "--master", "spark://127.0.0.1:7077", "--warehouse", "/abs/wh"]  # fmt: skip
     assert pin_options(["read"], {}) == ["read"]
+
+
+@pytest.mark.parametrize(("master", "partitions"), [
+    ("local", "2"), ("local[1]", "2"), ("local[2]", "4"), ("local[3,2]", "6"), ("local[*]", "16"),
+])  # fmt: skip
+def test_a_local_master_gets_shuffle_partitions_sized_to_its_cores(
+    master: str, partitions: str
+) -> None:
+    conf = defaults_for(master, machine=8)  # local[*] on an 8-core machine
+    assert conf["spark.sql.shuffle.partitions"] == partitions
+    assert conf["spark.default.parallelism"] == partitions
+    assert local_cores("yarn") is None and defaults_for("yarn") == {}  # a cluster's size: unknown
+    standalone = defaults_for("spark://127.0.0.1:7077")  # logstore spark start's: few tasks
+    assert (
+        standalone["spark.sql.shuffle.partitions"] == LOCAL_DEFAULTS["spark.sql.shuffle.partitions"]
+    )
