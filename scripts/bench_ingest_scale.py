@@ -8,11 +8,15 @@ write after ``create-table``, and the logstore jobs are told to leave that load 
 ``--skip-outside-through``): a logstore table ingested file-only, one ingested double-write (its
 own topic), and a plain Delta table. Then the same epochs (one JSON-lines file each, read with
 ``maxFilesPerTrigger=1``: updates over random existing keys, inserts of new keys, deletes; each
-key at most once per epoch) go into each, in an order that rotates with the size so that the
-machine's noise hits all alike. An epoch's time is the job's own (``EpochReport.seconds``: read,
-log, Delta commit, markers) for logstore, and the ``foreachBatch`` call for the plain MERGE; the
-first epoch of each query (Spark's planning and JIT warm-up) is reported but left out of the
-median. After the epochs: each table's file count and a full read (``count()`` in Spark).
+key at most once per epoch) go into each **in rounds**: each round gives every mode its next epoch
+(one bounded run resuming from the mode's checkpoint: the job with ``--once``, the plain query with
+``availableNow``), in an order that rotates by one each round, so that the JVM's warm-up and the
+machine's noise fall on all modes alike (run one mode after another, the last one ran on the
+warmest JVM and looked up to twice as fast). An epoch's time is the job's own
+(``EpochReport.seconds``: read, log, Delta commit, markers) for logstore, and the ``foreachBatch``
+call for the plain MERGE; the first round (Spark's planning and JIT warm-up) is reported but left
+out of the median. After the epochs: each table's file count and a full read (``count()`` in
+Spark). ``--deletion-vectors`` turns deletion vectors on in all three tables.
 
 The reference MERGE: ``t.id = s.id``, delete when ``op = '-D'``, update all / insert all else. The
 job's MERGE also bounds ``t.id`` to the epoch's key range, ranks a key's changes within the epoch
@@ -25,6 +29,7 @@ creates lives in one temporary directory, removed at the end (also after an erro
 
 Usage: .venv/bin/python scripts/bench_ingest_scale.py [--sizes 100000,1000000,10000000]
        [--epochs N] [--changes N] [--partitions P] [--bootstrap HOST:PORT] [--json]
+       [--deletion-vectors]
 Exit 0 when done, 1 when a run failed or did not do all its work, 2 for bad arguments.
 """
 
@@ -70,6 +75,7 @@ class Options:
     partitions: int
     bootstrap: str | None
     json: bool
+    dv: bool = False  # deletion vectors on in every table (logstore's and the plain one)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -97,10 +103,14 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     ap.add_argument("--partitions", type=base._positive, default=3, help="partitions per topic")
     ap.add_argument("--bootstrap", default=None, help="an existing broker (default: start one)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.add_argument("--deletion-vectors", action="store_true",
+                    help="turn deletion vectors on in every table, logstore's and the plain one")  # fmt: skip
     ns = ap.parse_args(argv)
     if ns.epochs < 2:
         ap.error("argument --epochs: at least 2 (the first epoch of each query is warm-up)")
-    return Options(ns.sizes, ns.epochs, ns.changes, ns.partitions, ns.bootstrap, ns.json)
+    return Options(
+        ns.sizes, ns.epochs, ns.changes, ns.partitions, ns.bootstrap, ns.json, ns.deletion_vectors
+    )
 
 
 def epoch_changes(
@@ -242,6 +252,8 @@ class ScaleBench:
         props = {"log-store.enabled": "true", "log-store.topic": topic,
                  "log-store.address": self.bootstrap,
                  "log.system.partitions": str(self.opts.partitions)}  # fmt: skip
+        if self.opts.dv:
+            props["delta.enableDeletionVectors"] = "true"  # a Spark-only property: Spark creates it
         body = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
         return f"CREATE TABLE {name} ({COLUMNS}, PRIMARY KEY (id) NOT ENFORCED) WITH ({body});"
 
@@ -273,19 +285,28 @@ class ScaleBench:
         self._load(self.warehouse / "bench" / tag, size)
         return spec.name
 
-    def ingest(self, mode: str, size: int, source: Path) -> ModeRun:
+    def plain_table(self, size: int) -> Path:
+        path = self.root / "plain" / str(size)
+        props = " TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')" if self.opts.dv else ""
+        self.spark.sql(f"CREATE TABLE delta.`{path}` ({COLUMNS}) USING delta{props}")
+        self._load(path, size)
+        return path
+
+    def ingest_epoch(self, name: str, mode: str, source: Path) -> tuple[float, dict[str, float]]:
+        """One bounded run of the job over ``source`` (one new file: one epoch), resuming from
+        the checkpoint of the run before; the epoch's own time and phases."""
         from logstore_cli.cli.context import Context
         from logstore_cli.cli.ingest import build_job
         from logstore_cli.ingest import plan
         from logstore_cli.jobs import ingest as job_api
 
-        name = self.logstore_table(mode, size)
         job = build_job(
             Context(self.config), name, source=str(source), format="json",
             source_options={"maxFilesPerTrigger": "1"}, source_bootstrap=None,
             generate=plan.GenerateSource(1, 1, None, 0.0, 0.0, 0), op_column="op",
             sequence_column=None, emit=EMIT[mode], trigger_s=0.5, once=True, job="bench",
-            checkpoint=None, lease_ttl_s=job_api.DEFAULT_LEASE_TTL_S, max_epochs=None,
+            checkpoint=str(self.root / "checkpoints" / name), lease_ttl_s=job_api.DEFAULT_LEASE_TTL_S,
+            max_epochs=None,
             skip_outside_through=1,  # the initial load (version 1) stays out of the log
         )  # fmt: skip
         reports: list[Any] = []
@@ -294,18 +315,15 @@ class ScaleBench:
         job_api.wait(run, stop=self.stop.requested.is_set)
         self.stop.check()
         done = [r for r in reports if r.rows]
-        if len(done) != self.opts.epochs:
-            raise RuntimeError(f"{mode}: {len(done)} epochs ran, expected {self.opts.epochs}")
-        path = self.warehouse / name.replace(".", "/")
-        run = ModeRun(mode, size, [r.seconds for r in done], [dict(r.phases) for r in done])
-        return self._after(run, path)
+        if len(done) != 1:
+            raise RuntimeError(f"{mode}: {len(done)} epochs ran in one round, expected 1")
+        return done[0].seconds, dict(done[0].phases)
 
-    def plain(self, size: int, source: Path) -> ModeRun:
+    def plain_epoch(self, path: Path, source: Path) -> float:
+        """One ``availableNow`` run of the plain query over ``source`` (one new file), resuming
+        from its checkpoint; the ``foreachBatch`` call's time."""
         from delta.tables import DeltaTable
 
-        path = self.root / "plain" / str(size)
-        self.spark.sql(f"CREATE TABLE delta.`{path}` ({COLUMNS}) USING delta")
-        self._load(path, size)
         times: list[float] = []
 
         def upsert(batch: Any, batch_id: int) -> None:  # what a user writes without logstore
@@ -325,14 +343,14 @@ class ScaleBench:
         query = (
             self.spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
             .writeStream.foreachBatch(upsert)
-            .option("checkpointLocation", str(self.root / "plain-checkpoints" / str(size)))
+            .option("checkpointLocation", str(self.root / "plain-checkpoints" / path.name))
             .trigger(availableNow=True).start()
         )  # fmt: skip
         query.awaitTermination()
         self.stop.check()
-        if len(times) != self.opts.epochs:
-            raise RuntimeError(f"plain: {len(times)} batches ran, expected {self.opts.epochs}")
-        return self._after(ModeRun(PLAIN, size, times), path)
+        if len(times) != 1:
+            raise RuntimeError(f"plain: {len(times)} batches ran in one round, expected 1")
+        return times[0]
 
     def _after(self, run: ModeRun, path: Path) -> ModeRun:
         from deltalake import DeltaTable
@@ -344,24 +362,41 @@ class ScaleBench:
         return run
 
     def size(self, index: int, size: int, say: Callable[[str], None]) -> list[ModeRun]:
-        source = self.root / "changes" / str(size)
-        source.mkdir(parents=True)
+        """The three tables of ``size`` rows, then the epochs in rounds: each round gives every
+        mode its next epoch, in an order that rotates by one each round, so that the JVM's
+        warm-up and the machine's noise fall on all modes alike (one mode after another, the
+        last one ran on the warmest JVM)."""
         epochs = epoch_changes(size, self.opts.changes, self.opts.epochs, seed=size)
-        for i, batch in enumerate(epochs):
-            text = "".join(json.dumps(r) + "\n" for r in batch)
-            (source / f"part-{i:05d}.json").write_text(text, encoding="utf-8")
         expected = size + sum(1 if r["op"] == "+I" else -1 if r["op"] == "-D" else 0
                               for b in epochs for r in b)  # fmt: skip
-        runs = []
-        for mode in mode_order(index):
-            say(f"{size:,} rows, {mode}: {self.opts.epochs} epochs of {self.opts.changes:,} ...")
-            run = self.plain(size, source) if mode == PLAIN else self.ingest(mode, size, source)
+        say(f"{size:,} rows: loading the three tables ...")
+        names = {mode: self.logstore_table(mode, size) for mode in (FILE, DOUBLE)}
+        paths = {mode: self.warehouse / name.replace(".", "/") for mode, name in names.items()}
+        paths[PLAIN] = self.plain_table(size)
+        sources = {mode: self.root / "changes" / str(size) / mode.replace(" ", "-")
+                   for mode in MODES}  # fmt: skip
+        runs = {mode: ModeRun(mode, size, []) for mode in MODES}
+        for i, batch in enumerate(epochs):
+            text = "".join(json.dumps(r) + "\n" for r in batch)
+            order = mode_order(index + i)
+            for mode in order:
+                sources[mode].mkdir(parents=True, exist_ok=True)
+                (sources[mode] / f"part-{i:05d}.json").write_text(text, encoding="utf-8")
+                if mode == PLAIN:
+                    runs[mode].epochs.append(self.plain_epoch(paths[mode], sources[mode]))
+                else:
+                    seconds, phases = self.ingest_epoch(names[mode], mode, sources[mode])
+                    runs[mode].epochs.append(seconds)
+                    runs[mode].phases.append(phases)
+            say(f"  round {i + 1}/{len(epochs)}: " + ", ".join(
+                f"{m} {runs[m].epochs[-1]:.2f} s" for m in order))  # fmt: skip
+        for mode in MODES:
+            run = self._after(runs[mode], paths[mode])
             if run.rows_after != expected:
                 raise RuntimeError(f"{mode}: {run.rows_after} rows after, expected {expected}")
-            say(f"  median {run.median:.2f} s/epoch (first {run.epochs[0]:.2f} s), "
-                f"{run.files} files, read {run.read_s:.2f} s")  # fmt: skip
-            runs.append(run)
-        return runs
+            say(f"{size:,} rows, {mode}: median {run.median:.2f} s/epoch (first "
+                f"{run.epochs[0]:.2f} s), {run.files} files, read {run.read_s:.2f} s")  # fmt: skip
+        return [runs[mode] for mode in MODES]
 
 
 def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str, object]]:
@@ -387,6 +422,7 @@ def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str
                 "mix": f"{UPDATES:.0%} updates, {INSERTS:.0%} inserts, "
                 f"{1 - UPDATES - INSERTS:.0%} deletes",
                 "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+                "deletion_vectors": "on in every table" if opts.dv else "off (Delta's default)",
                 **base.machine_facts(opts.bootstrap is None),
                 "load_average": " | ".join(loads),
             }

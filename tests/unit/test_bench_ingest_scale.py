@@ -35,6 +35,7 @@ def test_options_default_and_refuse_bad_values(
         False,
     )
     assert bench.parse_args(["--sizes", "1_000,20"]).sizes == (1000, 20)
+    assert opts.dv is False and bench.parse_args(["--deletion-vectors"]).dv is True
     for bad, message in ((["--sizes", "1e6"], "comma-separated"), (["--sizes", "0"], "at least 1"),
                          (["--epochs", "1"], "at least 2")):  # fmt: skip
         with pytest.raises(SystemExit) as exit_info:
