@@ -13,26 +13,22 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import DeltaTable
 
 from logstore_cli.catalog import warehouse as wh
 from logstore_cli.catalog.tables import load_table
-from logstore_cli.logformat.pulsar_form import position_text, to_pulsar
+from logstore_cli.logformat.pulsar_form import to_pulsar
 from logstore_cli.logformat.wire import (
-    ChangeRecord,
     CommitMarker,
     EpochId,
-    RowKind,
     RowSchema,
-    commit_metadata,
-    encode_change,
     encode_marker,
 )
 from logstore_cli.pulsar.admin import PulsarAdmin, TopicName
 from logstore_cli.pulsar.local_standalone import PulsarInfo
 from logstore_cli.pulsar.producer import PulsarLogProducer
-from logstore_cli.read.consumer import SourceConf
-from logstore_cli.read.pulsar_source import UNKNOWN_START, PulsarLogSource
+from logstore_cli.read.pulsar_source import UNKNOWN_START
+from tests.integration.pulsar.epochs import write_epoch
 from tests.integration.pulsar.test_pulsar_tables import amoro_ddl, cli, env_for, failed
 
 pytestmark = [pytest.mark.integration, pytest.mark.pulsar]
@@ -65,31 +61,9 @@ def _epoch(
     pulsar: PulsarInfo, topic: TopicName, table: Path, schema: RowSchema, eid: EpochId,
     rows: list[dict[str, Any]],
 ) -> int:  # fmt: skip
-    """An epoch as the ingest job writes it: records, the Delta commit naming each partition's
-    last message, a marker to each partition naming that commit's version; the version."""
-    conf = SourceConf(pulsar.service_url, {}, str(topic), 30.0, system="pulsar",
-                      admin_url=pulsar.web_url)  # fmt: skip
-    with PulsarLogProducer(pulsar.service_url, topic, 2, f"adopt-{eid.attempt}") as out:
-        for row in rows:
-            change = ChangeRecord(RowKind.INSERT, {"id": row["id"]}, row, eid)
-            out.send(*to_pulsar(*encode_change(change, schema)))
-        out.flush()
-        with PulsarLogSource(conf) as source:
-            marks = source.watermarks()
-        ends = {p: position_text(high - 1) for p, (_, high) in marks.items() if high}
-        data = pa.table({"id": pa.array([r["id"] for r in rows], pa.int64()),
-                         "amount": pa.array([r["amount"] for r in rows], pa.float64())})  # fmt: skip
-        props = CommitProperties(
-            custom_metadata={"userMetadata": commit_metadata(eid, ends)},
-            app_transactions=[Transaction(eid.writer, eid.epoch)],
-        )
-        write_deltalake(str(table), data, mode="append", commit_properties=props)
-        version = DeltaTable(str(table)).version()
-        for partition in range(2):
-            _, payload, marker_props = to_pulsar(*encode_marker(CommitMarker(eid, version)))
-            out.send_marker(partition, payload, marker_props)
-        out.flush()
-    return version
+    data = pa.table({"id": pa.array([r["id"] for r in rows], pa.int64()),
+                     "amount": pa.array([r["amount"] for r in rows], pa.float64())})  # fmt: skip
+    return write_epoch(pulsar, topic, table, schema, eid, rows, data, mode="append")
 
 
 def test_a_pulsar_topic_holding_messages_is_adopted(pulsar: PulsarInfo, tmp_path: Path) -> None:

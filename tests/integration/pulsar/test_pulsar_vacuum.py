@@ -19,27 +19,17 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import CommitProperties, Transaction, write_deltalake
 
 from logstore_cli.catalog.epochs import epoch_of
 from logstore_cli.catalog.tables import load_table
-from logstore_cli.logformat.pulsar_form import position_text, to_pulsar
 from logstore_cli.logformat.wire import (
-    ChangeRecord,
-    CommitMarker,
     EpochId,
-    RowKind,
     RowSchema,
-    commit_metadata,
-    encode_change,
-    encode_marker,
 )
 from logstore_cli.pulsar.admin import PulsarAdmin, TopicName
 from logstore_cli.pulsar.local_standalone import PulsarInfo
-from logstore_cli.pulsar.producer import PulsarLogProducer
-from logstore_cli.read.consumer import SourceConf
-from logstore_cli.read.pulsar_source import PulsarLogSource
 from tests.deltalog import write_table
+from tests.integration.pulsar.epochs import watermarks, write_epoch
 from tests.jobrun import cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.pulsar]
@@ -60,8 +50,6 @@ def _ddl(pulsar: PulsarInfo, topic: TopicName) -> str:
 class _Log:
     def __init__(self, pulsar: PulsarInfo, topic: TopicName, table: Path, schema: RowSchema):
         self.pulsar, self.topic, self.table, self.schema = pulsar, topic, table, schema
-        self.conf = SourceConf(pulsar.service_url, {}, str(topic), 30.0, system="pulsar",
-                               admin_url=pulsar.web_url)  # fmt: skip
 
     def _admin(self, method: str, action: str) -> None:
         """The topic's ``unload`` or ``truncate`` through the admin REST API."""
@@ -78,32 +66,16 @@ class _Log:
         self._admin("DELETE", "truncate")
 
     def marks(self) -> dict[int, tuple[int, int]]:
-        with PulsarLogSource(self.conf) as source:
-            return source.watermarks()
+        return watermarks(self.pulsar, self.topic)
 
     def epoch(self, eid: EpochId, ids: range) -> int:
         """An epoch whose Delta commit rewrites the table (removing the files before it); its
         version. Its commit records each partition's last message, as the ingest job's does."""
         rows = [{"id": i, "name": f"r{i}"} for i in ids]
-        with PulsarLogProducer(self.pulsar.service_url, self.topic, 2, f"v-{eid.attempt}") as out:
-            for row in rows:
-                change = ChangeRecord(RowKind.INSERT, {"id": row["id"]}, row, eid)
-                out.send(*to_pulsar(*encode_change(change, self.schema)))
-            out.flush()
-            ends = {p: position_text(high - 1) for p, (_, high) in self.marks().items()}
-            data = pa.table({"id": pa.array(list(ids), pa.int64()),
-                             "name": pa.array([r["name"] for r in rows], pa.string())})  # fmt: skip
-            props = CommitProperties(
-                custom_metadata={"userMetadata": commit_metadata(eid, ends)},
-                app_transactions=[Transaction(eid.writer, eid.epoch)],
-            )
-            write_deltalake(str(self.table), data, mode="overwrite", commit_properties=props)
-            version = max(int(p.stem) for p in (self.table / "_delta_log").glob("*.json"))
-            for partition in range(2):
-                _, payload, props_ = to_pulsar(*encode_marker(CommitMarker(eid, version)))
-                out.send_marker(partition, payload, props_)
-            out.flush()
-        return version
+        data = pa.table({"id": pa.array(list(ids), pa.int64()),
+                         "name": pa.array([r["name"] for r in rows], pa.string())})  # fmt: skip
+        return write_epoch(self.pulsar, self.topic, self.table, self.schema, eid, rows, data,
+                           mode="overwrite")  # fmt: skip
 
 
 def test_vacuum_keeps_what_a_hybrid_read_from_the_pulsar_log_needs(
