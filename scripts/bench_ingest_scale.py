@@ -4,9 +4,9 @@
 ``foreachBatch`` MERGE of the same changes (what a user writes without logstore), in one run.
 
 For each size S, three tables hold the same S rows (``id`` 0..S-1; Spark appends them in one
-write after ``create-table``, and the logstore jobs are told to leave that load out of the log,
-``--skip-outside-through``): a logstore table ingested file-only, one ingested double-write (its
-own topic), and a plain Delta table. Then the same epochs (one JSON-lines file each, read with
+write after ``create-table``: an outside write, which the double-write job's first start carries
+into its topic, in pieces, outside the timed epochs): a logstore table ingested file-only, one
+ingested double-write (its own topic), and a plain Delta table. Then the same epochs (one JSON-lines file each, read with
 ``maxFilesPerTrigger=1``: updates over random existing keys, inserts of new keys, deletes; each
 key at most once per epoch) go into each **in rounds**: each round gives every mode its next epoch
 (one bounded run resuming from the mode's checkpoint: the job with ``--once``, the plain query with
@@ -306,8 +306,7 @@ class ScaleBench:
             generate=plan.GenerateSource(1, 1, None, 0.0, 0.0, 0), op_column="op",
             sequence_column=None, emit=EMIT[mode], trigger_s=0.5, once=True, job="bench",
             checkpoint=str(self.root / "checkpoints" / name), lease_ttl_s=job_api.DEFAULT_LEASE_TTL_S,
-            max_epochs=None,
-            skip_outside_through=1,  # the initial load (version 1) stays out of the log
+            max_epochs=None, skip_outside_through=None,
         )  # fmt: skip
         reports: list[Any] = []
         lease = job_api.acquire_lease(job)

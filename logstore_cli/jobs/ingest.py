@@ -23,10 +23,10 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -406,7 +406,7 @@ class SparkBatch:
 
     frame: DataFrame
     arrival_fields: list[str]
-    # The good records' count, once a port learnt it (the commit's one look at the batch): the
+    # The good records' count, once a port learnt it (the quarantine's look at the batch): the
     # file-only count then runs no Spark job of its own.
     good_rows: int | None = None
 
@@ -424,8 +424,17 @@ class SparkQuarantine:
 
     def write(self, batch: SparkBatch, writer: str, epoch: int) -> int:
         frame = batch.frame
-        bad = frame.filter(F.col(plan.ERROR).isNotNull()).select(plan.ERROR, plan.RAW, plan.ORIGIN)
-        found = bad.collect()  # reads the source into the cache
+        error = F.col(plan.ERROR)
+        # One look reads the source into the cache and counts the good records (the log sink
+        # sizes its pieces by it) and the malformed ones, collected only when there are some.
+        stats = frame.agg(
+            F.count(F.when(error.isNull(), F.lit(1))).alias("good"),
+            F.count(error).alias("bad"),
+        ).first()
+        assert stats is not None  # a global aggregation has one row
+        batch.good_rows = int(stats["good"])
+        bad = frame.filter(error.isNotNull()).select(plan.ERROR, plan.RAW, plan.ORIGIN)
+        found = bad.collect() if stats["bad"] else []
         # Named by writer and epoch: a retry rewrites its own file, a new writer (a deleted
         # checkpoint restarts at epoch 0) never overwrites an old one.
         name = f"{writer}-epoch-{epoch:020d}.jsonl"
@@ -453,6 +462,20 @@ class SparkQuarantine:
         return len(found)
 
 
+# The most rows of an epoch's records the driver sorts and sends at once (SparkLogSink._sorted).
+PIECE_ROWS = 500_000
+_PIECE = "_ls_piece"
+
+
+class SortedPiece(NamedTuple):
+    """Rows of an epoch in the order they are sent: their kinds, keys and values."""
+
+    rows: int
+    kinds: list[str]
+    keys: list[bytes | None]
+    values: list[bytes]
+
+
 class SparkLogSink:
     """What every log system's sink shares: Spark encodes and collects the epoch's records (as
     Arrow), the driver sorts them (sequence, then arrival: a key's order) and sends them itself
@@ -461,6 +484,7 @@ class SparkLogSink:
 
     # What to do about a record too large for the log (the end of the quarantine reason).
     too_large_hint = "write smaller rows"
+    piece_rows = PIECE_ROWS
 
     def __init__(self, table: TableSpec, topic: str, max_bytes: int | None = None) -> None:
         self.topic = topic
@@ -480,18 +504,38 @@ class SparkLogSink:
             table.log_store is not None and table.log_store.changelog_mode is ChangelogMode.UPSERT,
         )
 
-    def _sorted(self, batch: SparkBatch) -> tuple[int, list[str], list[bytes | None], list[bytes]]:
-        """The epoch's good rows, their kinds, keys and values in the order they are sent."""
+    def _sorted(self, batch: SparkBatch) -> Iterator[SortedPiece]:
+        """The epoch's good rows, their kinds, keys and values in the order they are sent, in
+        pieces of at most about ``piece_rows`` rows: an epoch above it (the carry of a backfill
+        of millions of rows, a first run over a large source) is range-partitioned by Spark on
+        the sort order and read one piece at a time, so the driver holds one piece, not the
+        epoch (whole, 10 million rows exhausted a 1 GiB driver)."""
+        frame = self._log_frame(batch)
+        arrival = [f"a{i}" for i in range(len(batch.arrival_fields))]
+        rows = batch.good_rows if batch.good_rows is not None else frame.count()
+        if rows <= self.piece_rows:
+            yield self._piece(frame.toArrow(), arrival)
+            return
+        order = [F.col(c).asc_nulls_first() for c in ("seq", *arrival)]
+        count = -(-rows // self.piece_rows)
+        ranged = (
+            frame.repartitionByRange(count, *order)
+            .withColumn(_PIECE, F.spark_partition_id())
+            .localCheckpoint()  # one shuffle; each piece is then a scan of what it kept
+        )
+        for piece in range(count):  # range partitions are in the order's order
+            table = ranged.filter(F.col(_PIECE) == F.lit(piece)).drop(_PIECE).toArrow()
+            if table.num_rows:
+                yield self._piece(table, arrival)
+
+    def _piece(self, table: Any, arrival: list[str]) -> SortedPiece:
         import pyarrow.compute as pc
 
-        table = self._log_frame(batch).toArrow()
-        arrival = [f"a{i}" for i in range(len(batch.arrival_fields))]
         sort_keys = [("seq", "ascending", "at_start")]
         sort_keys += [(a, "ascending", "at_start") for a in arrival]
-        order = pc.sort_indices(table, sort_keys=sort_keys)
-        table = table.take(order)
+        table = table.take(pc.sort_indices(table, sort_keys=sort_keys))
         keys, values = self._encoded(table)
-        return table.num_rows, table.column("kind").to_pylist(), keys, values
+        return SortedPiece(table.num_rows, table.column("kind").to_pylist(), keys, values)
 
     def mark_oversized(self, frame: DataFrame) -> DataFrame:
         """Records too large for the topic become malformed ones (quarantined with their size and
@@ -590,20 +634,23 @@ class KafkaLogSink(SparkLogSink):
         self.admin = admin
 
     def produce(self, batch: SparkBatch, eid: EpochId) -> Produced:
-        rows, kinds, keys, values = self._sorted(batch)
         encoder = EpochEncoder(self.schema, eid, self.fmt)
         headers = {kind: encoder.headers(RowKind(kind)) for kind in self.log_kinds}
         send = self.producer.send
-        produced = 0
+        rows = produced = 0
         wrap = self.fmt is not LogFormat.JSON
         upsert = self.tombstones
-        for key, value, kind in zip(keys, values, kinds, strict=True):
-            if kind in headers:  # a kind the changelog mode leaves out (upsert: -U) is not sent
-                sent = (
-                    change_value(value, RowKind(kind), self.fmt, upsert=upsert) if wrap else value
-                )
-                send(key, sent, headers[kind])
-                produced += 1
+        for piece in self._sorted(batch):
+            rows += piece.rows
+            for key, value, kind in zip(piece.keys, piece.values, piece.kinds, strict=True):
+                if kind in headers:  # a kind the changelog mode leaves out (upsert: -U): not sent
+                    sent = (
+                        change_value(value, RowKind(kind), self.fmt, upsert=upsert)
+                        if wrap
+                        else value
+                    )
+                    send(key, sent, headers[kind])
+                    produced += 1
         delivered = self.producer.flush()
         # Exact, as the lease keeps other writers out.
         offsets = self.admin.end_offsets(self.topic)

@@ -101,24 +101,25 @@ class PulsarLogSink(SparkLogSink):
         )
 
     def produce(self, batch: SparkBatch, eid: EpochId) -> Produced:
-        rows, kinds, keys, values = self._sorted(batch)
         encoder = EpochEncoder(self.schema, eid, self.fmt)
         # Each kind's properties once: the client copies them into each message.
         props = {kind: pulsar_properties(encoder.headers(RowKind(kind))) for kind in self.log_kinds}
         wrap = self.fmt is not LogFormat.JSON
-        produced = 0
+        rows = produced = 0
         # A producer per attempt: its name is what deduplication keys on (design §7.1).
         with self._producer(eid) as producer:
-            for key, value, kind in zip(keys, values, kinds, strict=True):
-                if kind not in props:  # a kind the changelog mode leaves out (upsert: -U)
-                    continue
-                sent = (
-                    change_value(value, RowKind(kind), self.fmt, upsert=self.tombstones)
-                    if wrap
-                    else value
-                )
-                producer.send(*pulsar_key_value(key, sent), props[kind])
-                produced += 1
+            for piece in self._sorted(batch):
+                rows += piece.rows
+                for key, value, kind in zip(piece.keys, piece.values, piece.kinds, strict=True):
+                    if kind not in props:  # a kind the changelog mode leaves out (upsert: -U)
+                        continue
+                    sent = (
+                        change_value(value, RowKind(kind), self.fmt, upsert=self.tombstones)
+                        if wrap
+                        else value
+                    )
+                    producer.send(*pulsar_key_value(key, sent), props[kind])
+                    produced += 1
             delivered = producer.flush()
         # Exact, as the lease keeps other writers out: the last message of each partition.
         last = self.admin.last_positions(self.name, self.partitions)
