@@ -516,10 +516,14 @@ class SparkLogSink:
         if rows <= self.piece_rows:
             yield self._piece(frame.toArrow(), arrival)
             return
-        order = [F.col(c).asc_nulls_first() for c in ("seq", *arrival)]
+        # Records with one sort key (a carried commit's: same version and rank) would all land in
+        # one range: a row id splits them; their order among themselves is free (they are of
+        # different keys), a key's order is the sort's.
+        order = [F.col(c).asc_nulls_first() for c in ("seq", *arrival)] + [F.col(_PIECE)]
         count = -(-rows // self.piece_rows)
         ranged = (
-            frame.repartitionByRange(count, *order)
+            frame.withColumn(_PIECE, F.monotonically_increasing_id())
+            .repartitionByRange(count, *order)
             .withColumn(_PIECE, F.spark_partition_id())
             .localCheckpoint()  # one shuffle; each piece is then a scan of what it kept
         )

@@ -67,10 +67,14 @@ def test_an_epoch_above_the_piece_size_is_sent_in_pieces_in_the_same_order(
 
 
 @pytest.mark.integration
-def test_a_batch_nobody_counted_is_counted_for_its_pieces(spark: SparkSession) -> None:
-    batch = _batch(spark, 90, seed=3)  # as a carry's: no quarantine looked at it
+def test_a_carry_with_one_sort_key_is_counted_and_still_split(spark: SparkSession) -> None:
+    # A carried commit: every record has the same sequence (none) and arrival (version, rank),
+    # and no quarantine counted them.
+    data = [(i, f"r{i}", i, None, "+I", None, ("v1", 0), None, None, "delta") for i in range(90)]
+    batch = SparkBatch(spark.createDataFrame(data, SCHEMA).repartition(3), ["file", "line"])
     assert batch.good_rows is None
     pieces = list(_sink(25)._sorted(batch))
     assert len(pieces) > 1 and sum(p.rows for p in pieces) == 90
+    assert max(p.rows for p in pieces) < 90
     values = [json.loads(v) for p in pieces for v in p.values]
     assert sorted(v["name"] for v in values) == sorted(f"r{i}" for i in range(90))
