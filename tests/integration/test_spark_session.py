@@ -70,6 +70,7 @@ def test_the_tests_spark_defaults_reach_the_session_and_the_cli_jobs(spark: Spar
     assert jvm is not None
     flags = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert "-XX:TieredStopAtLevel=1" in flags and "-XX:+UseSerialGC" in flags, flags
+    assert "-XX:-BytecodeVerificationRemote" in flags and "-XX:CICompilerCount=1" in flags, flags
     shown = subprocess.run(
         [sys.executable, "-c", "import os; print(os.environ['SPARK_CONF_DIR'])"],
         capture_output=True, text=True, check=True,
