@@ -6,9 +6,9 @@
 For each size S, three tables hold the same S rows (``id`` 0..S-1; Spark appends them in one
 write after ``create-table``: an outside write, which the double-write job's first start carries
 into its topic, in pieces, outside the timed epochs): a logstore table ingested file-only, one
-ingested double-write (its own topic), and a plain Delta table. Then the same epochs (one JSON-lines file each, read with
-``maxFilesPerTrigger=1``: updates over random existing keys, inserts of new keys, deletes; each
-key at most once per epoch) go into each **in rounds**: each round gives every mode its next epoch
+ingested double-write (its own topic), and a plain Delta table. Then the same epochs (one
+JSON-lines file each, read with ``maxFilesPerTrigger=1``: updates over random existing keys,
+inserts of new keys, deletes; each key at most once per epoch) go into each **in rounds**: each round gives every mode its next epoch
 (one bounded run resuming from the mode's checkpoint: the job with ``--once``, the plain query with
 ``availableNow``), in an order that rotates by one each round, so that the JVM's warm-up and the
 machine's noise fall on all modes alike (run one mode after another, the last one ran on the
@@ -305,8 +305,8 @@ class ScaleBench:
             source_options={"maxFilesPerTrigger": "1"}, source_bootstrap=None,
             generate=plan.GenerateSource(1, 1, None, 0.0, 0.0, 0), op_column="op",
             sequence_column=None, emit=EMIT[mode], trigger_s=0.5, once=True, job="bench",
-            checkpoint=str(self.root / "checkpoints" / name), lease_ttl_s=job_api.DEFAULT_LEASE_TTL_S,
-            max_epochs=None, skip_outside_through=None,
+            checkpoint=str(self.root / "checkpoints" / name),
+            lease_ttl_s=job_api.DEFAULT_LEASE_TTL_S, max_epochs=None, skip_outside_through=None,
         )  # fmt: skip
         reports: list[Any] = []
         lease = job_api.acquire_lease(job)
