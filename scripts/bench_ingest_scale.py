@@ -3,20 +3,20 @@
 1M and 10M rows, file-only and double-write, next to a plain hand-written Structured Streaming
 ``foreachBatch`` MERGE of the same changes (what a user writes without logstore), in one run.
 
-For each size S, three tables hold the same S rows (``id`` 0..S-1; Spark appends them in one
-write after ``create-table``: an outside write, which the double-write job's first start carries
-into its topic, in pieces, outside the timed epochs): a logstore table ingested file-only, one
-ingested double-write (its own topic), and a plain Delta table. Then the same epochs (one
-JSON-lines file each, read with ``maxFilesPerTrigger=1``: updates over random existing keys,
-inserts of new keys, deletes; each key at most once per epoch) go into each **in rounds**: each round gives every mode its next epoch
-(one bounded run resuming from the mode's checkpoint: the job with ``--once``, the plain query with
-``availableNow``), in an order that rotates by one each round, so that the JVM's warm-up and the
-machine's noise fall on all modes alike (run one mode after another, the last one ran on the
-warmest JVM and looked up to twice as fast). An epoch's time is the job's own
+For each size S, three tables hold the same S rows (``id`` 0..S-1; Spark appends them in one write
+after ``create-table``: an outside write, which the double-write job's first start carries into its
+topic, in pieces, outside the timed epochs): a logstore table ingested file-only, one ingested
+double-write (its own topic), and a plain Delta table. Then the same epochs (one JSON-lines file
+each, read with ``maxFilesPerTrigger=1``: updates over random existing keys, inserts of new keys,
+deletes; each key at most once per epoch) go into each **in rounds**: each round gives every mode
+its next epoch (one bounded run resuming from the mode's checkpoint: the job with ``--once``, the
+plain query with ``availableNow``), in an order that rotates by one each round, so that the JVM's
+warm-up and the machine's noise fall on all modes alike (run one mode after another, the last one
+ran on the warmest JVM and looked up to twice as fast). An epoch's time is the job's own
 (``EpochReport.seconds``: read, log, Delta commit, markers) for logstore, and the ``foreachBatch``
 call for the plain MERGE; the first round (Spark's planning and JIT warm-up) is reported but left
-out of the median. After the epochs: each table's file count and a full read (``count()`` in
-Spark). ``--deletion-vectors`` turns deletion vectors on in all three tables.
+out of the median. After the epochs: each table's file count and a full read (``count()`` in Spark).
+``--deletion-vectors`` turns deletion vectors on in all three tables.
 
 The reference MERGE: ``t.id = s.id``, delete when ``op = '-D'``, update all / insert all else. The
 job's MERGE also bounds ``t.id`` to the epoch's key range, ranks a key's changes within the epoch
