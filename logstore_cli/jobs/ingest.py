@@ -94,7 +94,7 @@ from logstore_cli.logformat.wire import (
 from logstore_cli.model import ChangelogMode, TableSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Row, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
     from logstore_cli.catalog.lease import HeldLease
@@ -409,44 +409,10 @@ class SparkBatch:
     # The good records' count, once a port learnt it (the quarantine's look at the batch): the
     # file-only count then runs no Spark job of its own.
     good_rows: int | None = None
-    # Aggregates another port asks for ahead (``want``), by name: the batch's one look computes
-    # them with its counts, so an epoch runs one aggregation over its source, not one per port.
-    wanted: dict[str, Column] = field(default_factory=dict)
-    _looked: Row | None = None
 
     @property
     def good(self) -> DataFrame:
         return self.frame.filter(F.col(plan.ERROR).isNull())
-
-    def want(self, aggregates: Mapping[str, Column]) -> None:
-        """Have the batch's one look also compute ``aggregates``."""
-        self.wanted.update(aggregates)
-
-    def look(self, aggregates: Mapping[str, Column] | None = None) -> Row:
-        """One aggregation over the batch: its good records (``_GOOD``), its malformed ones
-        (``_BAD``) and the aggregates wanted ahead. Asked again, the same row, unless it lacks
-        one of ``aggregates``: then a new look computes them (the first look also reads the
-        source into the cache)."""
-        asked = dict(aggregates or {})
-        row = self._looked
-        if row is not None and all(name in row.asDict() for name in asked):
-            return row
-        error = F.col(plan.ERROR)
-        columns = {**(self.wanted if row is None else {}), **asked}
-        row = self.frame.agg(
-            F.count(F.when(error.isNull(), F.lit(1))).alias(_GOOD),
-            F.count(error).alias(_BAD),
-            *[column.alias(name) for name, column in columns.items()],
-        ).first()
-        assert row is not None  # a global aggregation has one row
-        self._looked = row
-        self.good_rows = int(row[_GOOD])
-        return row
-
-
-_GOOD = "_ls_good"
-_BAD = "_ls_bad"
-_STAT = "_ls_merge_"  # the names of DeltaCommitter.merge_stats
 
 
 class SparkQuarantine:
@@ -458,12 +424,17 @@ class SparkQuarantine:
 
     def write(self, batch: SparkBatch, writer: str, epoch: int) -> int:
         frame = batch.frame
-        # The batch's one look reads the source into the cache and counts the good records (the
-        # log sink sizes its pieces by it) and the malformed ones, collected only when there are
-        # some; it also computes what the table's commit wants to know (``SparkBatch.want``).
-        looked = batch.look()
-        bad = frame.filter(F.col(plan.ERROR).isNotNull()).select(plan.ERROR, plan.RAW, plan.ORIGIN)
-        found = bad.collect() if looked[_BAD] else []
+        error = F.col(plan.ERROR)
+        # One look reads the source into the cache and counts the good records (the log sink
+        # sizes its pieces by it) and the malformed ones, collected only when there are some.
+        stats = frame.agg(
+            F.count(F.when(error.isNull(), F.lit(1))).alias("good"),
+            F.count(error).alias("bad"),
+        ).first()
+        assert stats is not None  # a global aggregation has one row
+        batch.good_rows = int(stats["good"])
+        bad = frame.filter(error.isNotNull()).select(plan.ERROR, plan.RAW, plan.ORIGIN)
+        found = bad.collect() if stats["bad"] else []
         # Named by writer and epoch: a retry rewrites its own file, a new writer (a deleted
         # checkpoint restarts at epoch 0) never overwrites an old one.
         name = f"{writer}-epoch-{epoch:020d}.jsonl"
@@ -993,56 +964,50 @@ class DeltaCommitter:
                 for key in (TXN_APP_ID, TXN_VERSION, USER_METADATA):
                     conf.unset(key)
 
-    def _kept(self) -> Column:
-        """The good records the table takes (an upsert changelog's table ignores -U)."""
-        kept = F.col(plan.ERROR).isNull()
+    def merge_source(self, batch: SparkBatch) -> MergeSource:
+        """The MERGE's source: each key's latest change among ``batch``'s good records (less those
+        the table ignores), only the table's columns and the kind. One aggregation over the
+        cached batch counts its good records (``batch.good_rows``) and the kept ones' distinct
+        keys: when every key occurs once (the usual epoch) the ranking, a shuffle and sort that
+        Delta would run in each of its passes over the source, is skipped; it would keep every
+        row. The same aggregation gives each key column's range in the epoch (``bounds``)."""
+        keys = [F.col(_name(k)) for k in self.keys]
+        ranged = [k for k in self.keys if isinstance(batch.frame.schema[k].dataType, _RANGED)]
+        frame = batch.good
+        in_kept = F.lit(True)
         if RowKind.UPDATE_BEFORE.value not in self.log_kinds:
             # An upsert changelog has no -U: the table ignores them too, or a -U ending an
             # epoch (its +U in the next) would delete a row the log still shows.
-            kind = F.col(plan.KIND)
-            kept = kept & (kind.isNull() | (kind != RowKind.UPDATE_BEFORE.value))
-        return kept
-
-    def _ranged(self, batch: SparkBatch) -> list[str]:
-        return [k for k in self.keys if isinstance(batch.frame.schema[k].dataType, _RANGED)]
-
-    def merge_stats(self, batch: SparkBatch) -> dict[str, Column]:
-        """What ``merge_source`` needs to know of the batch, as aggregates over all its records
-        (``SparkBatch.want``: the epoch's one look computes them): the kept records, their
-        distinct keys, each ranged key column's range among them."""
-        kept = self._kept()
-        keys = F.struct(*[F.col(_name(k)) for k in self.keys])
-        stats = {
-            f"{_STAT}kept": F.count(F.when(kept, F.lit(1))),
-            f"{_STAT}keys": F.count_distinct(F.when(kept, keys)),
-        }
-        for i, k in enumerate(self._ranged(batch)):
-            stats[f"{_STAT}min{i}"] = F.min(F.when(kept, F.col(_name(k))))
-            stats[f"{_STAT}max{i}"] = F.max(F.when(kept, F.col(_name(k))))
-        return stats
-
-    def merge_source(self, batch: SparkBatch) -> MergeSource:
-        """The MERGE's source: each key's latest change among ``batch``'s good records (less those
-        the table ignores), only the table's columns and the kind. The batch's one look (or, when
-        the epoch's did not compute them, one of its own) counts the kept records and their
-        distinct keys: when every key occurs once (the usual epoch) the ranking, a shuffle and
-        sort that Delta would run in each of its passes over the source, is skipped; it would
-        keep every row. The same look gives each key column's range in the epoch (``bounds``)."""
-        keys = [F.col(_name(k)) for k in self.keys]
-        stats = batch.look(self.merge_stats(batch))
-        latest = batch.frame.filter(self._kept())
-        if int(stats[f"{_STAT}keys"]) != int(stats[f"{_STAT}kept"]):  # a key changed twice
+            in_kept = F.col(plan.KIND).isNull() | (F.col(plan.KIND) != RowKind.UPDATE_BEFORE.value)
+        kept = frame.filter(in_kept)
+        stats = frame.agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.count(F.when(in_kept, F.lit(1))).alias("kept"),
+            F.count_distinct(F.when(in_kept, F.struct(*keys))).alias("keys"),
+            *[
+                F.min(F.when(in_kept, F.col(_name(k)))).alias(f"min{i}")
+                for i, k in enumerate(ranged)
+            ],
+            *[
+                F.max(F.when(in_kept, F.col(_name(k)))).alias(f"max{i}")
+                for i, k in enumerate(ranged)
+            ],
+        ).first()
+        assert stats is not None  # a global aggregation has one row
+        batch.good_rows = int(stats["rows"])
+        latest = kept
+        if int(stats["keys"]) != int(stats["kept"]):  # a key changed twice: the latest wins
             order = [F.col(plan.SEQ).desc_nulls_last(), F.col(plan.ARRIVAL).desc()]
             last = Window.partitionBy(*keys).orderBy(*order)
             latest = (
-                latest.withColumn("_ls_rank", F.row_number().over(last))
+                kept.withColumn("_ls_rank", F.row_number().over(last))
                 .filter(F.col("_ls_rank") == 1)
                 .drop("_ls_rank")
-            )  # the latest wins
+            )
         bounds = [
-            (k, stats[f"{_STAT}min{i}"], stats[f"{_STAT}max{i}"])
-            for i, k in enumerate(self._ranged(batch))
-            if stats[f"{_STAT}min{i}"] is not None
+            (k, stats[f"min{i}"], stats[f"max{i}"])
+            for i, k in enumerate(ranged)
+            if stats[f"min{i}"] is not None
         ]
         frame = latest.select(*[F.col(_name(c)) for c in self.columns], F.col(plan.KIND))
         return MergeSource(frame, bounds)
@@ -1399,11 +1364,7 @@ class EpochWriter:
         frame = batch.persist()
         try:
             arrival = list(frame.schema[plan.ARRIVAL].dataType.fieldNames())  # type: ignore[attr-defined]
-            work = SparkBatch(frame, arrival)
-            table = self.protocol.table
-            if isinstance(table, DeltaCommitter) and table.keys:
-                work.want(table.merge_stats(work))  # computed in the quarantine's look
-            return self.protocol.run(epoch, work)
+            return self.protocol.run(epoch, SparkBatch(frame, arrival))
         finally:
             frame.unpersist()
 

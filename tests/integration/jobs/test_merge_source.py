@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from logstore_cli.ddl import ParseOptions, parse_ddl
-from logstore_cli.jobs.ingest import DeltaCommitter, SparkBatch, SparkQuarantine
+from logstore_cli.jobs.ingest import DeltaCommitter, SparkBatch
 from logstore_cli.logformat.wire import EpochId
 
 from .ingest_support import orders_ddl
@@ -108,19 +108,3 @@ def test_the_epochs_key_range_bounds_the_merge_so_delta_skips_the_files_outside_
     rows = spark.read.format("delta").load(str(path)).where("id < 300").collect()
     state = {r["id"]: r["name"] for r in rows}
     assert len(state) == 299 and state[120] == "new" and 180 not in state and state[0] == "old"
-
-
-def test_the_epochs_one_look_computes_what_the_merge_needs(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    batch = _batch(spark, [(1, "a", "+I"), (9, "bad", None), (1, "b", "+U"), (7, "c", "+I")])
-    committer = _committer(tmp_path)
-    batch.want(committer.merge_stats(batch))  # as the job's epoch does
-    assert SparkQuarantine(tmp_path / "q").write(batch, "w-test", 0) == 1
-    looked = batch.look()
-    assert batch.good_rows == 3
-    source = committer.merge_source(batch)
-    assert batch.look() is looked  # the quarantine's look answered: no aggregation of its own
-    assert _ranked(source.frame)  # key 1 changed twice
-    assert _rows(source.frame) == {1: ("b", "+U"), 7: ("c", "+I")}
-    assert source.bounds == [("id", 1, 7)]  # not the malformed record's key 9
