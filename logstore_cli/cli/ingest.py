@@ -225,23 +225,25 @@ def checkpoint_location(
 
 class Coerced:
     """The coercions ``--coerce`` accepted, per rule: the query's observed metrics
-    (``plan.COERCION_METRICS``) of each finished micro-batch, taken once per batch (a query keeps
-    its last 100 progress reports; they are read after every epoch and at the end)."""
+    (``plan.COERCION_METRICS``) of each finished micro-batch, from its progress report (as JSON),
+    taken once per batch (the reports are read after every epoch and at the end)."""
 
     def __init__(self) -> None:
         self.totals: dict[str, int] = {}
         self._seen: set[int] = set()
+        self.last: int | None = None  # the newest batch whose report was taken
 
-    def take(self, progresses: Iterable[Any]) -> list[tuple[int, dict[str, int]]]:
+    def take(self, progresses: Iterable[Mapping[str, Any]]) -> list[tuple[int, dict[str, int]]]:
         """The new batches' counts (batch id, rule: count, zeros left out), added to the totals."""
         found: list[tuple[int, dict[str, int]]] = []
         for progress in progresses:
-            batch = int(progress.batchId)
-            metrics = (progress.observedMetrics or {}).get(plan.COERCION_METRICS)
+            batch = int(progress["batchId"])
+            self.last = batch if self.last is None else max(self.last, batch)
+            metrics = (progress.get("observedMetrics") or {}).get(plan.COERCION_METRICS)
             if metrics is None or batch in self._seen:
                 continue
             self._seen.add(batch)
-            counts = {rule: int(n) for rule, n in metrics.asDict().items() if n}
+            counts = {rule: int(n) for rule, n in metrics.items() if n}
             for rule, n in counts.items():
                 self.totals[rule] = self.totals.get(rule, 0) + n
             if counts:
@@ -337,10 +339,12 @@ class Progress:
     def take_coerced(self) -> None:
         """Report the accepted coercions of the batches finished since the last look (an epoch's
         progress is recorded after its foreachBatch: it shows at the next epoch or the end)."""
-        if self.query is None:
-            return
+        if self.query is None or not self.job.source.coerce:
+            return  # no rule accepted: the query observes no coercions
+        from logstore_cli.jobs.ingest import progress_after
+
         with self.lock:
-            new = self.coerced.take(self.query.recentProgress)
+            new = self.coerced.take(progress_after(self.query, self.coerced.last))
         for epoch, counts in new:
             self.out.event({"event": "coerced", "epoch": epoch, "counts": counts})
             self.out.info(f"epoch {epoch}: coerced {coerced_line(counts)}")

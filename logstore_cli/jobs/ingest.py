@@ -1536,6 +1536,21 @@ def check_source_topic(job: IngestJob) -> None:
             )
 
 
+def progress_after(query: StreamingQuery, after: int | None) -> list[dict[str, Any]]:
+    """The query's progress reports of the batches after batch ``after`` (None: all it keeps), as
+    their JSON, oldest first. Read from the newest back, one report's JSON per batch: PySpark's
+    ``recentProgress`` converts every report the query keeps (its last 100), each in dozens of
+    py4j calls, which made an epoch seconds slower once a hundred epochs had run."""
+    reports = query._jsq.recentProgress()  # a Java array, oldest first
+    found: list[dict[str, Any]] = []
+    for i in range(len(reports) - 1, -1, -1):
+        report = reports[i]
+        if after is not None and int(report.batchId()) <= after:
+            break
+        found.append(json.loads(report.json()))
+    return found[::-1]
+
+
 def _source_done(run: IngestRun) -> bool:
     """Whether a generated source with --total has been processed to its end."""
     spec = run.writer.job.source.spec

@@ -27,8 +27,10 @@ import pytest
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from logstore_cli.cli.ingest import Coerced
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.ingest import plan
+from logstore_cli.jobs.ingest import progress_after
 from logstore_cli.jobs.sources import IGNORE_UNKNOWN_COLUMNS, SourceRequest, open_source
 from logstore_cli.model import ColumnSpec, TableSpec
 
@@ -708,6 +710,14 @@ def _collect_with_metrics(df: DataFrame, checkpoint: Path) -> tuple[list[Row], d
         metrics = progress.observedMetrics.get(plan.COERCION_METRICS)
         for rule, n in (metrics.asDict() if metrics is not None else {}).items():
             counts[rule] = counts.get(rule, 0) + int(n)
+    # The CLI reads the reports as JSON, only those after the last it took: the same counts.
+    reports = progress_after(query, None)
+    ids = [int(p["batchId"]) for p in reports]
+    assert ids == [p.batchId for p in query.recentProgress] and ids
+    assert progress_after(query, ids[-1]) == [] and progress_after(query, ids[0] - 1) == reports
+    coerced = Coerced()
+    coerced.take(reports)
+    assert coerced.totals == {rule: n for rule, n in counts.items() if n}
     return rows, counts
 
 

@@ -3,7 +3,6 @@ counted from the query's progress reports. Pure: no Spark."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -38,17 +37,17 @@ def test_an_unknown_rule_is_refused_with_the_valid_ones(value: str) -> None:
     assert all(rule in caught.value.hint for rule in plan.COERCIONS) and "all" in caught.value.hint
 
 
-def _progress(batch: int, counts: dict[str, int] | None) -> Any:
-    metrics = (
-        {} if counts is None else {plan.COERCION_METRICS: SimpleNamespace(asDict=lambda: counts)}
-    )
-    return SimpleNamespace(batchId=batch, observedMetrics=metrics)
+def _progress(batch: int, counts: dict[str, int] | None) -> dict[str, Any]:
+    """A progress report as its JSON has it (``StreamingQueryProgress.json``)."""
+    metrics = {} if counts is None else {plan.COERCION_METRICS: counts}
+    return {"batchId": batch, "observedMetrics": metrics}
 
 
 def test_accepted_coercions_are_counted_once_per_batch() -> None:
     coerced = Coerced()
     first = [_progress(0, {"decimal-round": 2, "bool-to-string": 0}), _progress(1, None)]
     assert coerced.take(first) == [(0, {"decimal-round": 2})]
+    assert coerced.last == 1  # the next look reads the reports after it only
     # The same reports read again (the query keeps its last 100) count nothing twice.
     again = [*first, _progress(2, {"decimal-round": 1, "duplicate-key": 3})]
     assert coerced.take(again) == [(2, {"decimal-round": 1, "duplicate-key": 3})]
