@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_ingest.py"
+from .scripts_support import load_script
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_ingest", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_ingest"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_ingest")
 
 
 def test_options_default_and_refuse_bad_values(

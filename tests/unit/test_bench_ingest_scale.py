@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+from .scripts_support import load_script
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    sys.path.insert(0, str(SCRIPTS))  # it imports bench_ingest beside it
-    spec = importlib.util.spec_from_file_location(
-        "bench_ingest_scale", SCRIPTS / "bench_ingest_scale.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_ingest_scale"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_ingest_scale")
 
 
 def test_options_default_and_refuse_bad_values(

@@ -3,27 +3,20 @@ the verdict and the report."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_read.py"
+from .scripts_support import load_script
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_read", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_read"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_read")
 
 
 def test_options_defaults(bench: ModuleType) -> None:
