@@ -2,14 +2,15 @@
 """A keyed table after a day of small epochs: its file count with the ingest job's compaction and
 without it, and the time of a ``read --mode file`` of each, side by side in one run.
 
-The changes are a change stream's usual shape, which is what leaves small files: an initial load
-(``--rows`` inserts, epoch 0), then ``--epochs`` epochs of ``--changes`` changes each — 60% inserts
-of new keys, 30% updates and 10% deletes of live keys among the newest ``--recent`` — so that the
-MERGE's key-range bound skips the old files and every epoch adds a few small ones. Two tables
-take the same changes: one with the job's compaction every 25 epochs (logstore's default,
-``full-compaction.delta-commits``), one with it off, for ``--contrast-epochs`` epochs (fewer: an
-epoch costs a Spark MERGE, about a second). Each is ingested by the real CLI, one file per epoch
-(``--source-option maxFilesPerTrigger=1 --once``), in a temporary warehouse removed at the end.
+The changes are a change stream of recent keys: an initial load (``--rows`` inserts, epoch 0),
+then ``--epochs`` epochs of ``--changes`` changes each — 60% inserts of new keys, 30% updates and
+10% deletes of live keys among the newest ``--recent`` — or, with ``--inserts-only``, new keys
+only (the key-range bound then skips every older file and each MERGE only appends: the stream
+that leaves small files). Two tables take the same changes: one with the job's compaction every
+25 epochs (logstore's default, ``full-compaction.delta-commits``), one with it off, for
+``--contrast-epochs`` epochs (fewer: an epoch costs a Spark MERGE, about two seconds). Each is
+ingested by the real CLI, one file per epoch (``--source-option maxFilesPerTrigger=1 --once``),
+in a temporary warehouse removed at the end.
 
 Reported per table: epochs and seconds per epoch of the ingest, the snapshot's data files after
 the last epoch, the most it held after any commit, the compactions (OPTIMIZE commits), and the
@@ -18,7 +19,7 @@ interleaves the tables, a warm-up round untimed) with the rows it printed checke
 changes.
 
     .venv/bin/python scripts/bench_epoch_files.py [--epochs 1000] [--contrast-epochs 200]
-        [--rows 10000] [--changes 100] [--recent 2000] [--rounds 3] [--json]
+        [--rows 10000] [--changes 100] [--recent 2000] [--inserts-only] [--rounds 3] [--json]
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = "id BIGINT NOT NULL, name STRING, qty INT, price DECIMAL(10,2)"
 COMPACT_EVERY = 25  # logstore's default full-compaction.delta-commits
 MIX = (("+I", 6), ("+U", 3), ("-D", 1))  # inserts, updates, deletes per 10 changes
+INSERTS_ONLY = (("+I", 10), ("+U", 0), ("-D", 0))  # --inserts-only: new keys only
 
 
 # -- the pure parts: options, the changes, the Delta log's file history --------------------------
@@ -56,6 +58,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--recent", type=int, default=2000,
                     help="updates and deletes pick among the newest this many keys (2000)")  # fmt: skip
     ap.add_argument("--rounds", type=int, default=3, help="timed read rounds (3)")
+    ap.add_argument("--inserts-only", action="store_true",
+                    help="every change inserts a new key (the stream that leaves small files)")  # fmt: skip
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = ap.parse_args(argv)
     for name in ("epochs", "rows", "changes", "recent", "rounds"):
@@ -69,7 +73,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def epoch_changes(
-    rows: int, changes: int, epochs: int, recent: int, seed: int = 0
+    rows: int,
+    changes: int,
+    epochs: int,
+    recent: int,
+    seed: int = 0,
+    mix: tuple[tuple[str, int], ...] = MIX,
 ) -> tuple[list[list[dict[str, Any]]], int]:
     """Epoch 0 (``rows`` inserts, ids 0..rows-1) and ``epochs`` epochs of ``changes`` changes in
     the mix ``MIX``: inserts of new ids, updates and deletes of distinct keys among the newest
@@ -79,7 +88,7 @@ def epoch_changes(
     live = list(range(rows))  # the live keys, ascending: the newest at the end
     next_id = rows
     out: list[list[dict[str, Any]]] = [[_row(i, "+I", rnd) for i in live]]
-    counts = {op: changes * weight // 10 for op, weight in MIX}
+    counts = {op: changes * weight // 10 for op, weight in mix}
     counts["+I"] += changes - sum(counts.values())
     for _ in range(epochs):
         batch: list[dict[str, Any]] = []
@@ -185,7 +194,8 @@ def _timed_read(env: dict[str, str], cwd: Path, table: str) -> float:
 
 def run_table(env: dict[str, str], tmp: Path, name: str, compact_every: int, epochs: int,
               opts: argparse.Namespace, say: Any) -> TableRun:  # fmt: skip
-    batches, rows = epoch_changes(opts.rows, opts.changes, epochs, opts.recent, seed=7)
+    mix = INSERTS_ONLY if opts.inserts_only else MIX
+    batches, rows = epoch_changes(opts.rows, opts.changes, epochs, opts.recent, seed=7, mix=mix)
     props = f"'full-compaction.delta-commits' = '{compact_every}'"
     _cli(env, tmp, "create-table", "--sql",
          f"CREATE TABLE {name} ({COLUMNS}, PRIMARY KEY (id) NOT ENFORCED) WITH ({props});")  # fmt: skip
@@ -244,14 +254,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     report = {
         "rows": opts.rows, "changes_per_epoch": opts.changes, "recent": opts.recent,
+        "inserts_only": opts.inserts_only,
         "rounds": opts.rounds, "tables": [run.summary() for run in runs],
         "load_average": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }  # fmt: skip
     if opts.json:
         print(json.dumps(report))
         return 0
-    print(f"\n{opts.changes} changes an epoch (60% inserts, 30% updates, 10% deletes of the newest "
-          f"{opts.recent} keys) on {opts.rows:,} loaded rows; read: median of {opts.rounds}")  # fmt: skip
+    shape = ("inserts of new keys" if opts.inserts_only else
+             f"60% inserts, 30% updates, 10% deletes of the newest {opts.recent} keys")  # fmt: skip
+    print(f"\n{opts.changes} changes an epoch ({shape}) on {opts.rows:,} loaded rows; read: "
+          f"median of {opts.rounds}")  # fmt: skip
     print(f"{'table':<20} {'epochs':>6} {'s/epoch':>8} {'files':>6} {'peak':>5} "
           f"{'compactions':>11} {'rows':>7} {'read s':>7}")  # fmt: skip
     for t in report["tables"]:

@@ -68,3 +68,11 @@ def test_file_history_replays_adds_removes_and_counts_compactions(bench: ModuleT
     ]  # fmt: skip
     history = bench.file_history(commits)
     assert (history.files, history.peak, history.commits, history.compactions) == (1, 3, 4, 1)
+
+
+def test_inserts_only_epochs_insert_new_keys_only(bench: ModuleType) -> None:
+    batches, left = bench.epoch_changes(50, 10, epochs=5, recent=20, mix=bench.INSERTS_ONLY)
+    later = [r for batch in batches[1:] for r in batch]
+    assert [r["op"] for r in later] == ["+I"] * 50
+    assert [r["id"] for r in later] == list(range(50, 100)) and left == 100
+    assert bench.parse_args(["--inserts-only"]).inserts_only is True
