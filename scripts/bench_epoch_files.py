@@ -38,6 +38,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_read_file import _run as timed_run  # beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = "id BIGINT NOT NULL, name STRING, qty INT, price DECIMAL(10,2)"
 COMPACT_EVERY = 25  # logstore's default full-compaction.delta-commits
@@ -81,7 +83,7 @@ def epoch_changes(
     mix: tuple[tuple[str, int], ...] = MIX,
 ) -> tuple[list[list[dict[str, Any]]], int]:
     """Epoch 0 (``rows`` inserts, ids 0..rows-1) and ``epochs`` epochs of ``changes`` changes in
-    the mix ``MIX``: inserts of new ids, updates and deletes of distinct keys among the newest
+    ``mix`` (``MIX`` or ``INSERTS_ONLY``, in tenths): inserts of new ids, updates and deletes of distinct keys among the newest
     ``recent`` live ones at the epoch's start. Each key at most once an epoch. The epochs and
     the rows left after them."""
     rnd = random.Random(seed)
@@ -181,15 +183,8 @@ def _cli(env: dict[str, str], cwd: Path, *args: str) -> str:
 
 
 def _timed_read(env: dict[str, str], cwd: Path, table: str) -> float:
-    start = time.perf_counter()
-    with open(os.devnull, "w") as sink:
-        proc = subprocess.run(
-            [sys.executable, "-m", "logstore_cli", "read", table, "--mode", "file", "-o", "jsonl"],
-            env=env, cwd=cwd, stdout=sink, stderr=subprocess.PIPE, text=True, check=False,
-        )  # fmt: skip
-    if proc.returncode != 0:
-        sys.exit(f"logstore read {table} failed:\n{proc.stderr[-3000:]}")
-    return time.perf_counter() - start
+    cmd = [sys.executable, "-m", "logstore_cli", "read", table, "--mode", "file", "-o", "jsonl"]
+    return timed_run(cmd, env, cwd)  # stdout to /dev/null, timed from start to exit
 
 
 def run_table(env: dict[str, str], tmp: Path, name: str, compact_every: int, epochs: int,
