@@ -117,6 +117,7 @@ def defaults_for(master: str, machine: int | None = None) -> dict[str, str]:
 
 
 KEEP_DRIVER_LOGS = 10
+SUBMIT_OPTS = "SPARK_SUBMIT_OPTS"  # spark-submit's own JVM options: the driver's, in client mode
 _LOG_PREFIX, _LOG_SUFFIX = "driver-", ".log"
 
 
@@ -132,6 +133,9 @@ class SparkSettings:
     # The warehouse's S3 settings when it is on S3: the s3a:// connector's jars and settings are
     # added (``storage.s3.s3a_spark_conf``); None (a local warehouse) adds neither.
     s3: S3Settings | None = None
+    # Map the driver's classes from the archive 'logstore setup' built (jvm/class_archive.py), if
+    # there is one for this Java and pyspark.
+    class_archive: bool = True
 
     @property
     def is_local(self) -> bool:
@@ -218,7 +222,7 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
     log_file, fd = new_driver_log(driver_log_dir(settings))
     try:
         with _stderr_to(fd), _gateway_stopped_if_cut_short():
-            _launch_gateway(launch)
+            _launch_gateway(launch, _archive_options(settings, conf))
             # The SparkContext's conf is built in the running JVM over the gateway's socket: the
             # secret confs are in it from the context's start (core confs such as spark.ssl.* are
             # read only then; spark.hadoop.* reach the Hadoop configuration and the executors)
@@ -242,16 +246,52 @@ def build_session(settings: SparkSettings | None = None) -> SparkSession:
     return spark
 
 
-def _launch_gateway(conf: Mapping[str, str]) -> None:
+def _archive_options(settings: SparkSettings, conf: Mapping[str, str]) -> str | None:
+    """The driver JVM's options that map the class archive 'logstore setup' built, if there is one
+    for this Java and pyspark and the user's driver options leave class sharing to logstore."""
+    if not settings.class_archive:
+        return None
+    from logstore_cli.jvm import class_archive
+
+    archive = class_archive.current_archive()
+    if archive is None or class_archive.user_decides(conf, os.environ):
+        return None
+    return class_archive.use_options(archive)
+
+
+def _launch_gateway(conf: Mapping[str, str], java_options: str | None = None) -> None:
     """Start PySpark's JVM with ``conf`` on its command line, unless this process has one already
-    (a session stopped and built again, or a driver run by spark-submit: PySpark connects to it)."""
+    (a session stopped and built again, or a driver run by spark-submit: PySpark connects to it).
+
+    ``java_options`` reach the driver JVM through ``SPARK_SUBMIT_OPTS``, for this launch only:
+    spark-submit puts them before the driver's default and extra Java options, so a user's own
+    options (in the conf or in spark-defaults.conf) still come later and win, and none of theirs
+    is replaced, as setting ``spark.driver.extraJavaOptions`` here would.
+    """
     from pyspark import SparkConf, SparkContext
 
     if SparkContext._gateway is not None:
         return
     launch = SparkConf(loadDefaults=False)
     launch.setAll(list(conf.items()))
-    SparkContext._ensure_initialized(conf=launch)
+    with _submit_opts(java_options):
+        SparkContext._ensure_initialized(conf=launch)
+
+
+@contextlib.contextmanager
+def _submit_opts(options: str | None) -> Iterator[None]:
+    if options is None:
+        yield
+        return
+    before = os.environ.get(SUBMIT_OPTS)
+    os.environ[SUBMIT_OPTS] = f"{options} {before}" if before else options
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(SUBMIT_OPTS, None)
+        else:
+            os.environ[SUBMIT_OPTS] = before
 
 
 def _quiet_teardown_at_exit(spark: SparkSession) -> None:

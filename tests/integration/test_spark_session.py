@@ -19,6 +19,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from logstore_cli.jvm import class_archive
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -63,19 +65,62 @@ def test_session_keeps_its_warehouse_and_logs_in_its_work_dir(spark: SparkSessio
     assert driver_logs and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in driver_logs)
 
 
-def test_the_tests_spark_defaults_reach_the_session_and_the_cli_jobs(spark: SparkSession) -> None:
-    """tests/spark-conf (SPARK_CONF_DIR, set by tests/conftest.py) is read by every Spark JVM the
-    tests start: without it each JVM would quietly take about twice the CPU."""
+def test_the_tests_driver_options_and_the_class_archive_reach_the_session(
+    spark: SparkSession,
+) -> None:
+    """The tests' JVM options (tests/conftest.py, through SPARK_SUBMIT_OPTS) reach every Spark JVM
+    the tests start: without them each JVM would quietly take about twice the CPU. The class
+    archive 'logstore setup' built (scripts/setup.sh) is passed before them."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     flags = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert "-XX:TieredStopAtLevel=1" in flags and "-XX:+UseSerialGC" in flags, flags
     assert "-XX:-BytecodeVerificationRemote" in flags and "-XX:CICompilerCount=1" in flags, flags
+    archive = class_archive.current_archive()
+    assert archive is not None, "no class archive: scripts/setup.sh ('logstore setup') builds it"
+    assert flags.index(f"-XX:SharedArchiveFile={archive}") < flags.index("-XX:+UseSerialGC")
     shown = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.environ['SPARK_CONF_DIR'])"],
+        [sys.executable, "-c", "import os; print(os.environ['SPARK_SUBMIT_OPTS'])"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    assert (Path(shown.stdout.strip()) / "spark-defaults.conf").is_file()
+    assert "-XX:TieredStopAtLevel=1" in shown.stdout  # the CLI's jobs get them too
+    assert "SPARK_CONF_DIR" not in os.environ
+
+
+_MAPPED = """
+import sys
+from pathlib import Path
+from logstore_cli.jobs.spark import SparkSettings, build_session
+spark = build_session(SparkSettings(work_dir=Path(sys.argv[1]), class_archive=False))
+print(spark.range(7).count())
+"""
+
+
+@pytest.mark.parametrize("archive", ["built", "other"])
+def test_a_driver_jvm_maps_the_class_archive_setup_built(tmp_path: Path, archive: str) -> None:
+    """With -Xshare:on a JVM that cannot map its archive does not start: the archive 'logstore
+    setup' built is mapped by a driver started as logstore starts one (the tests' own JVM options
+    included); a file that is not an archive for this class path is refused (the check can fail)."""
+    built = class_archive.current_archive()
+    assert built is not None, "no class archive: scripts/setup.sh ('logstore setup') builds it"
+    path = built if archive == "built" else tmp_path / "other.jsa"
+    if archive == "other":
+        path.write_bytes(b"not an archive")
+    options = class_archive.use_options(path)
+    assert options is not None
+    env = {
+        **os.environ,
+        "SPARK_SUBMIT_OPTS": f"{options.replace('-Xshare:auto', '-Xshare:on')} "
+        + os.environ["SPARK_SUBMIT_OPTS"],
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", _MAPPED, str(tmp_path / "spark")],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    if archive == "built":
+        assert proc.returncode == 0 and proc.stdout.strip() == "7", proc.stderr[-3000:]
+    else:
+        assert proc.returncode != 0 and "did not start" in proc.stderr, proc.stderr[-3000:]
 
 
 def test_create_table_leaves_nothing_in_the_current_directory(tmp_path: Path) -> None:

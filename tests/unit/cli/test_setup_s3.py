@@ -25,6 +25,9 @@ def resolved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Classpath]
         return [tmp_path / f"{cp.value}.jar"]
 
     monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", ensure)
+    # The class archive's warm-up (a Spark job) is not run here: test_setup_class_archive.py.
+    monkeypatch.setattr("logstore_cli.jvm.class_archive.current_archive", lambda: None)
+    monkeypatch.setattr("logstore_cli.jvm.class_archive.build", lambda: tmp_path / "a.jsa")
     return asked
 
 

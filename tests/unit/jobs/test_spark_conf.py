@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from logstore_cli.errors import InvalidInputError
+from logstore_cli.jobs import spark as spark_module
 from logstore_cli.jobs.spark import DELTA_CONF, SparkSettings, launch_conf, session_conf
 
 
@@ -81,3 +83,40 @@ def test_a_secret_in_jvm_options_is_refused() -> None:
     conf = {"spark.driver.extraJavaOptions": "-Djavax.net.ssl.trustStorePassword=pw"}
     with pytest.raises(InvalidInputError, match=r"spark.driver.extraJavaOptions holds a secret"):
         launch_conf(conf)
+
+
+@pytest.fixture
+def archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "spark.jsa"
+    path.write_bytes(b"classes")
+    monkeypatch.setattr("logstore_cli.jvm.class_archive.current_archive", lambda: path)
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)
+    return path
+
+
+def test_the_class_archive_is_passed_unless_turned_off_or_the_user_decides(
+    archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = spark_module._archive_options(SparkSettings(), {})
+    assert options is not None and f"-XX:SharedArchiveFile={archive}" in options.split()
+    assert spark_module._archive_options(SparkSettings(class_archive=False), {}) is None
+    user = {"spark.driver.extraJavaOptions": "-Xshare:off"}
+    assert spark_module._archive_options(SparkSettings(), user) is None
+    monkeypatch.setattr("logstore_cli.jvm.class_archive.current_archive", lambda: None)
+    assert spark_module._archive_options(SparkSettings(), {}) is None  # none built
+
+
+def test_the_options_go_before_the_users_submit_opts_for_the_launch_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-XX:+UseSerialGC")
+    with spark_module._submit_opts("-XX:SharedArchiveFile=/a.jsa"):
+        assert os.environ["SPARK_SUBMIT_OPTS"] == "-XX:SharedArchiveFile=/a.jsa -XX:+UseSerialGC"
+    assert os.environ["SPARK_SUBMIT_OPTS"] == "-XX:+UseSerialGC"
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS")
+    with pytest.raises(RuntimeError), spark_module._submit_opts("-Xshare:auto"):
+        assert os.environ["SPARK_SUBMIT_OPTS"] == "-Xshare:auto"
+        raise RuntimeError("the launch failed")
+    assert "SPARK_SUBMIT_OPTS" not in os.environ  # restored on failure too
+    with spark_module._submit_opts(None):
+        assert "SPARK_SUBMIT_OPTS" not in os.environ

@@ -1,0 +1,193 @@
+"""The Spark driver's class-data-sharing archive: the classes a Spark job loads, mapped at start.
+
+A Spark job's JVM loads tens of thousands of classes from pyspark's and Delta's jars before its first
+epoch, each read from a jar, parsed and verified. ``logstore setup`` runs one small Spark and Delta
+workload (``cli/warmup.py``) with ``-XX:ArchiveClassesAtExit``: at its exit the JVM writes what it
+loaded, already parsed and verified, to one file (HotSpot's dynamic CDS archive, JDK 13+). Every later
+driver JVM starts with ``-XX:SharedArchiveFile`` and maps those classes instead (measured in
+docs/benchmarks.md). The archive is an optimisation only: a JVM that cannot use it (another JDK
+build, a jar changed under it, a heap too large for compressed pointers) says so in the driver log
+and loads its classes as before; ``-Xshare:auto`` never lets it fail a start.
+
+One archive per Java runtime and pyspark version (``archive_key``), in the jar cache. A user whose own
+driver options already choose class sharing (``-Xshare:…``, an archive of their own) gets nothing
+added. Everything here but ``build`` is free of I/O beyond a ``stat``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from logstore_cli.errors import SetupError
+from logstore_cli.jvm.java import java_executable
+from logstore_cli.paths import cache_home
+
+DRIVER_OPTIONS = ("spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions")
+SUBMIT_OPTS = "SPARK_SUBMIT_OPTS"  # how logstore passes its options (jobs/spark.py)
+# Bump when the warm-up changes what the archive should hold: old archives are then rebuilt.
+WARMUP_VERSION = 1
+# The JVM's own CDS messages (e.g. "Unable to use shared archive") go to its stderr, which logstore
+# sends to the driver log; by default HotSpot prints them on stdout, a command's output.
+_LOG_TO_STDERR = "-Xlog:cds*=off -Xlog:cds*=warning:stderr"
+# Options by which a user already decides class sharing for the driver: then logstore adds none.
+_USER_CDS = re.compile(r"(^|\s)-(Xshare:|XX:(SharedArchiveFile|ArchiveClassesAtExit)=)")
+# Spark splits extraJavaOptions at whitespace, honouring quotes and backslashes: a path holding a
+# quote or a backslash is not worth quoting for a speed-up; one with spaces is double-quoted.
+_UNQUOTABLE = re.compile(r"[\"'\\$`\n\r\t]")
+BUILD_TIMEOUT_S = 900.0
+NO_ARCHIVE_EXIT = 3  # the warm-up's exit when its JVM wrote no archive,
+REASON_FILE = "no-archive-reason.txt"  # and the file in its work dir that says why
+
+
+def archive_key(
+    java: Path, java_stat: os.stat_result, pyspark_version: str, spark_conf_dir: str
+) -> str:
+    """The archive's name for one Java runtime (its real path, size and time: a JDK update is a new
+    key), pyspark's version (its jars are the driver's class path) and ``SPARK_CONF_DIR`` (the
+    class path's first entry: a JVM maps an archive only when its class path begins as the one it
+    was written with). No I/O."""
+    ident = [
+        WARMUP_VERSION,
+        str(java),
+        java_stat.st_size,
+        java_stat.st_mtime_ns,
+        pyspark_version,
+        spark_conf_dir,
+    ]
+    digest = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
+    return f"spark-{pyspark_version}-{digest}"
+
+
+def archive_dir() -> Path:
+    return cache_home() / "class-archive"
+
+
+def current_key() -> str | None:
+    """This machine's key, or None when there is no Java or no pyspark (then no archive either)."""
+    try:
+        java = Path(java_executable()).resolve()
+        java_stat = java.stat()
+        version = metadata.version("pyspark")
+    except (SetupError, OSError, metadata.PackageNotFoundError):
+        return None
+    return archive_key(java, java_stat, version, os.environ.get("SPARK_CONF_DIR", ""))
+
+
+def archive_path(key: str) -> Path:
+    return archive_dir() / f"{key}.jsa"
+
+
+def current_archive() -> Path | None:
+    """The archive this machine's driver JVM can map, if ``logstore setup`` made one."""
+    key = current_key()
+    if key is None:
+        return None
+    path = archive_path(key)
+    return path if path.is_file() else None
+
+
+def _quoted(path: Path) -> str | None:
+    text = str(path)
+    if _UNQUOTABLE.search(text):
+        return None
+    return f'"{text}"' if " " in text else text
+
+
+def use_options(archive: Path) -> str | None:
+    """The driver's JVM options that map ``archive`` (None: its path cannot be passed safely)."""
+    quoted = _quoted(archive)
+    return (
+        None if quoted is None else f"-XX:SharedArchiveFile={quoted} -Xshare:auto {_LOG_TO_STDERR}"
+    )
+
+
+def dump_options(target: Path) -> str | None:
+    """The warm-up JVM's options that write its loaded classes to ``target`` at exit."""
+    quoted = _quoted(target)
+    return None if quoted is None else f"-XX:ArchiveClassesAtExit={quoted} {_LOG_TO_STDERR}"
+
+
+def user_decides(conf: Mapping[str, str], env: Mapping[str, str]) -> bool:
+    """Whether the user's own driver options (the conf's, or ``SPARK_SUBMIT_OPTS``) already decide
+    class sharing: then logstore adds nothing. No I/O."""
+    mine = [conf.get(k, "") for k in DRIVER_OPTIONS] + [env.get(SUBMIT_OPTS, "")]
+    return any(_USER_CDS.search(text) for text in mine)
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """The JVM wrote no archive, in its words: Spark jobs run without one."""
+
+    reason: str
+
+
+def build(*, timeout_s: float = BUILD_TIMEOUT_S) -> Path | Unavailable:
+    """Run the warm-up and install its archive; its path, or why the JVM wrote none (``cli/warmup.py``
+    then exits 3). Idempotent: an archive already there is kept.
+
+    The warm-up writes into a temporary file of the archive's directory, renamed into place only
+    once its JVM has exited: a JVM starting meanwhile never maps half an archive.
+    """
+    key = current_key()
+    if key is None:
+        raise SetupError(
+            "no Java runtime or no pyspark: the Spark class archive cannot be built",
+            hint="install a Java 17 runtime and run scripts/setup.sh",
+        )
+    final = archive_path(key)
+    if final.is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    # One warm-up at a time: a second 'logstore setup' (or test worker) waits and finds the file.
+    with (final.parent / ".build.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if final.is_file():
+            return final
+        _remove_stale_work(final.parent)
+        return _build_into(final, timeout_s)
+
+
+def _remove_stale_work(directory: Path) -> None:
+    """A warm-up's work directory left by a killed 'logstore setup' (a half-written archive of up
+    to ~200 MB): none is in use while the build lock is held."""
+    for entry in directory.glob(".warmup-*"):
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _build_into(final: Path, timeout_s: float) -> Path | Unavailable:
+    with tempfile.TemporaryDirectory(prefix=".warmup-", dir=final.parent) as work:
+        target = Path(work) / "archive.jsa"
+        cmd = [sys.executable, "-m", "logstore_cli.cli.warmup", str(target), work]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            raise SetupError(
+                f"the Spark warm-up that builds the class archive ran over {timeout_s:.0f} s",
+                hint="run 'logstore setup' again on a less busy machine; Spark jobs run without it",
+            ) from exc
+        if done.returncode == NO_ARCHIVE_EXIT:  # the JVM wrote none, and the warm-up wrote down why
+            reason = Path(work) / REASON_FILE
+            text = reason.read_text("utf-8", "replace") if reason.is_file() else ""
+            return Unavailable(text.strip()[-2000:] or "the JVM wrote no archive")
+        if done.returncode != 0 or not target.is_file():
+            raise SetupError(
+                "the Spark warm-up that builds the class archive failed",
+                detail=(done.stderr or done.stdout)[-4000:],
+                hint="Spark jobs run without the archive; 'logstore setup --no-class-archive' "
+                "skips it",
+            )
+        os.replace(target, final)
+    return final
