@@ -62,14 +62,13 @@ def _cli(*args: str) -> None:
 
 
 def _run(target: Path, work: Path) -> None:
+    from logstore_cli.config import CONFIG_ENV, ENV_VARS
     from logstore_cli.jobs.spark import SparkSettings, build_session
     from logstore_cli.jvm.class_archive import SUBMIT_OPTS, dump_options
 
     options = dump_options(target)
     if options is None:
         raise RuntimeError(f"the archive's path cannot be passed to the JVM: {target}")
-    from logstore_cli.config import CONFIG_ENV, ENV_VARS
-
     # Hermetic: none of the user's config file or settings (their warehouse, master, brokers);
     # LOGSTORE_HOME stays, the jar cache the jobs' classes come from.
     for var in [*ENV_VARS, CONFIG_ENV]:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from logstore_cli import interrupt
 from logstore_cli.errors import InvalidInputError, SparkStartError, StateDirError
+from logstore_cli.jvm.class_archive import SUBMIT_OPTS
 from logstore_cli.model import is_secret
 from logstore_cli.paths import private_dir, state_home, state_subdir
 
@@ -117,7 +118,6 @@ def defaults_for(master: str, machine: int | None = None) -> dict[str, str]:
 
 
 KEEP_DRIVER_LOGS = 10
-SUBMIT_OPTS = "SPARK_SUBMIT_OPTS"  # spark-submit's own JVM options: the driver's, in client mode
 _LOG_PREFIX, _LOG_SUFFIX = "driver-", ".log"
 
 

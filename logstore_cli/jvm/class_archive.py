@@ -9,7 +9,8 @@ docs/benchmarks.md). The archive is an optimisation only: a JVM that cannot use 
 build, a jar changed under it, a heap too large for compressed pointers) says so in the driver log
 and loads its classes as before; ``-Xshare:auto`` never lets it fail a start.
 
-One archive per Java runtime and pyspark version (``archive_key``), in the jar cache. A user whose own
+One archive per Java runtime, pyspark version, ``SPARK_CONF_DIR`` and Spark classpath
+(``archive_key``), in the jar cache. A user whose own
 driver options already choose class sharing (``-Xshare:…``, an archive of their own) gets nothing
 added. Everything here but ``build`` is free of I/O beyond a ``stat``.
 """
@@ -31,11 +32,14 @@ from importlib import metadata
 from pathlib import Path
 
 from logstore_cli.errors import SetupError
+from logstore_cli.jvm.deps import Classpath, classpath_dir
 from logstore_cli.jvm.java import java_executable
 from logstore_cli.paths import cache_home
 
 DRIVER_OPTIONS = ("spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions")
-SUBMIT_OPTS = "SPARK_SUBMIT_OPTS"  # how logstore passes its options (jobs/spark.py)
+# spark-submit's own JVM options, the driver's in client mode: how logstore passes its options
+# (jobs/spark.py), before the user's spark.driver.*JavaOptions.
+SUBMIT_OPTS = "SPARK_SUBMIT_OPTS"
 # Bump when the warm-up changes what the archive should hold: old archives are then rebuilt.
 WARMUP_VERSION = 1
 # The JVM's own CDS messages (e.g. "Unable to use shared archive") go to its stderr, which logstore
@@ -46,18 +50,23 @@ _USER_CDS = re.compile(r"(^|\s)-(Xshare:|XX:(SharedArchiveFile|ArchiveClassesAtE
 # Spark splits extraJavaOptions at whitespace, honouring quotes and backslashes: a path holding a
 # quote or a backslash is not worth quoting for a speed-up; one with spaces is double-quoted.
 _UNQUOTABLE = re.compile(r"[\"'\\$`\n\r\t]")
+_SAFE = re.compile(r"[^0-9A-Za-z.+-]")  # the version as a file name's part
 BUILD_TIMEOUT_S = 900.0
 NO_ARCHIVE_EXIT = 3  # the warm-up's exit when its JVM wrote no archive,
 REASON_FILE = "no-archive-reason.txt"  # and the file in its work dir that says why
 
 
 def archive_key(
-    java: Path, java_stat: os.stat_result, pyspark_version: str, spark_conf_dir: str
+    java: Path,
+    java_stat: os.stat_result,
+    pyspark_version: str,
+    spark_conf_dir: str,
+    spark_jars: str = "",
 ) -> str:
     """The archive's name for one Java runtime (its real path, size and time: a JDK update is a new
-    key), pyspark's version (its jars are the driver's class path) and ``SPARK_CONF_DIR`` (the
-    class path's first entry: a JVM maps an archive only when its class path begins as the one it
-    was written with). No I/O."""
+    key), pyspark's version (its jars are the driver's class path), ``SPARK_CONF_DIR`` (the class
+    path's first entry: a JVM maps an archive only when its class path begins as the one it was
+    written with) and logstore's Spark jars (Delta's version: new jars, a new archive). No I/O."""
     ident = [
         WARMUP_VERSION,
         str(java),
@@ -65,9 +74,10 @@ def archive_key(
         java_stat.st_mtime_ns,
         pyspark_version,
         spark_conf_dir,
+        spark_jars,
     ]
     digest = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
-    return f"spark-{pyspark_version}-{digest}"
+    return f"spark-{_SAFE.sub('_', pyspark_version)[:40]}-{digest}"
 
 
 def archive_dir() -> Path:
@@ -82,7 +92,8 @@ def current_key() -> str | None:
         version = metadata.version("pyspark")
     except (SetupError, OSError, metadata.PackageNotFoundError):
         return None
-    return archive_key(java, java_stat, version, os.environ.get("SPARK_CONF_DIR", ""))
+    conf_dir = os.environ.get("SPARK_CONF_DIR", "")
+    return archive_key(java, java_stat, version, conf_dir, classpath_dir(Classpath.SPARK).name)
 
 
 def archive_path(key: str) -> Path:
@@ -149,6 +160,8 @@ def build(*, timeout_s: float = BUILD_TIMEOUT_S) -> Path | Unavailable:
     final = archive_path(key)
     if final.is_file():
         return final
+    if dump_options(final) is None:
+        return Unavailable(f"the cache's path cannot be passed to the JVM: {final.parent}")
     final.parent.mkdir(parents=True, exist_ok=True)
     # One warm-up at a time: a second 'logstore setup' (or test worker) waits and finds the file.
     with (final.parent / ".build.lock").open("a") as lock:

@@ -36,6 +36,9 @@ def test_the_key_changes_with_the_java_runtime_and_pyspark() -> None:
     assert ca.archive_key(java, other, "4.0.1", "") != key
     # SPARK_CONF_DIR heads the driver's class path: an archive written without it is not mapped
     assert ca.archive_key(java, st, "4.0.1", "/etc/spark/conf") != key
+    assert ca.archive_key(java, st, "4.0.1", "", "spark-0123456789ab") != key  # Delta's jars
+    odd = ca.archive_key(java, st, "4.0.1/../../x", "")
+    assert "/" not in odd and odd.startswith("spark-4.0.1_.._.._x-")
 
 
 def test_options_route_the_jvms_cds_messages_to_stderr_not_a_commands_output() -> None:
@@ -178,3 +181,13 @@ def test_the_warm_up_finds_the_jvms_reason_in_its_log() -> None:
     )
     assert cds_errors(log) == ["Error: non-empty directory '/etc/spark/conf/'"]
     assert cds_errors("[0.1s][warning][cds] only a warning\n") == []
+
+
+def test_a_cache_path_the_jvm_cannot_be_given_is_no_archive_not_a_failed_setup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOGSTORE_HOME", str(tmp_path / "it's home"))
+    calls = _fake_warmup(monkeypatch, 0, write=True)
+    built = ca.build()
+    assert isinstance(built, ca.Unavailable) and "cannot be passed to the JVM" in built.reason
+    assert calls == []
