@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -60,19 +61,23 @@ def archive_key(
     java: Path,
     java_stat: os.stat_result,
     pyspark_version: str,
+    spark_home: str,
     spark_conf_dir: str,
     spark_jars: str = "",
 ) -> str:
     """The archive's name for one Java runtime (its real path, size and time: a JDK update is a new
-    key), pyspark's version (its jars are the driver's class path), ``SPARK_CONF_DIR`` (the class
-    path's first entry: a JVM maps an archive only when its class path begins as the one it was
-    written with) and logstore's Spark jars (Delta's version: new jars, a new archive). No I/O."""
+    key), pyspark's version and Spark's home (``SPARK_HOME``, else the pyspark package: its
+    ``jars/`` are the driver's class path, so two virtualenvs sharing the jar cache get one archive
+    each), ``SPARK_CONF_DIR`` (the class path's first entry: a JVM maps an archive only when its
+    class path begins as the one it was written with) and logstore's Spark jars (Delta's version:
+    new jars, a new archive). No I/O."""
     ident = [
         WARMUP_VERSION,
         str(java),
         java_stat.st_size,
         java_stat.st_mtime_ns,
         pyspark_version,
+        spark_home,
         spark_conf_dir,
         spark_jars,
     ]
@@ -90,10 +95,22 @@ def current_key() -> str | None:
         java = Path(java_executable()).resolve()
         java_stat = java.stat()
         version = metadata.version("pyspark")
+        home = os.environ.get("SPARK_HOME") or _pyspark_dir()
     except (SetupError, OSError, metadata.PackageNotFoundError):
         return None
+    if home is None:
+        return None
     conf_dir = os.environ.get("SPARK_CONF_DIR", "")
-    return archive_key(java, java_stat, version, conf_dir, classpath_dir(Classpath.SPARK).name)
+    jars = classpath_dir(Classpath.SPARK).name
+    return archive_key(java, java_stat, version, home, conf_dir, jars)
+
+
+def _pyspark_dir() -> str | None:
+    """Where pyspark is installed (PySpark's Spark home without SPARK_HOME), found without
+    importing it."""
+    spec = importlib.util.find_spec("pyspark")
+    locations = spec.submodule_search_locations if spec is not None else None
+    return str(Path(locations[0]).resolve()) if locations else None
 
 
 def archive_path(key: str) -> Path:

@@ -27,17 +27,20 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_key_changes_with_the_java_runtime_and_pyspark() -> None:
     java = Path("/usr/lib/jvm/java-17/bin/java")
     st = os.stat(__file__)
-    key = ca.archive_key(java, st, "4.0.1", "")
-    assert key == ca.archive_key(java, st, "4.0.1", "")
+    home = "/venv/a/site-packages/pyspark"
+    key = ca.archive_key(java, st, "4.0.1", home, "")
+    assert key == ca.archive_key(java, st, "4.0.1", home, "")
     assert key.startswith("spark-4.0.1-")
-    assert ca.archive_key(java, st, "4.0.2", "") != key
-    assert ca.archive_key(Path("/opt/jdk-17.0.16/bin/java"), st, "4.0.1", "") != key
+    assert ca.archive_key(java, st, "4.0.2", home, "") != key
+    assert ca.archive_key(Path("/opt/jdk-17.0.16/bin/java"), st, "4.0.1", home, "") != key
     other = os.stat(Path(__file__).parent)  # another size and time: a JDK updated in place
-    assert ca.archive_key(java, other, "4.0.1", "") != key
+    assert ca.archive_key(java, other, "4.0.1", home, "") != key
+    # another virtualenv's pyspark: its jars are another class path, which the JVM refuses
+    assert ca.archive_key(java, st, "4.0.1", "/venv/b/site-packages/pyspark", "") != key
     # SPARK_CONF_DIR heads the driver's class path: an archive written without it is not mapped
-    assert ca.archive_key(java, st, "4.0.1", "/etc/spark/conf") != key
-    assert ca.archive_key(java, st, "4.0.1", "", "spark-0123456789ab") != key  # Delta's jars
-    odd = ca.archive_key(java, st, "4.0.1/../../x", "")
+    assert ca.archive_key(java, st, "4.0.1", home, "/etc/spark/conf") != key
+    assert ca.archive_key(java, st, "4.0.1", home, "", "spark-0123456789ab") != key  # Delta's
+    odd = ca.archive_key(java, st, "4.0.1/../../x", home, "")
     assert "/" not in odd and odd.startswith("spark-4.0.1_.._.._x-")
 
 
@@ -85,6 +88,7 @@ def test_other_driver_options_leave_it_to_logstore() -> None:
 
 def test_no_archive_until_one_is_built(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
     key = ca.current_key()
     assert key is not None
     assert ca.current_archive() is None
@@ -92,6 +96,9 @@ def test_no_archive_until_one_is_built(cache: Path, monkeypatch: pytest.MonkeyPa
     ca.archive_path(key).write_bytes(b"archive")
     assert ca.current_archive() == ca.archive_path(key)
     monkeypatch.setenv("SPARK_CONF_DIR", "/etc/spark/conf")  # another class path: not this one
+    assert ca.current_archive() is None
+    monkeypatch.delenv("SPARK_CONF_DIR")
+    monkeypatch.setenv("SPARK_HOME", "/opt/spark-4.0.1")  # PySpark would take its jars: not this
     assert ca.current_archive() is None
 
 
