@@ -163,7 +163,8 @@ class Unavailable:
 
 def build(*, timeout_s: float = BUILD_TIMEOUT_S) -> Path | Unavailable:
     """Run the warm-up and install its archive; its path, or why the JVM wrote none (``cli/warmup.py``
-    then exits 3). Idempotent: an archive already there is kept.
+    then exits 3). Idempotent: an archive already there is kept, and a JVM that wrote none is
+    not asked again for the same key (``known_unavailable``).
 
     The warm-up writes into a temporary file of the archive's directory, renamed into place only
     once its JVM has exited: a JVM starting meanwhile never maps half an archive.
@@ -185,8 +186,34 @@ def build(*, timeout_s: float = BUILD_TIMEOUT_S) -> Path | Unavailable:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if final.is_file():
             return final
+        known = known_unavailable(key)
+        if known is not None:  # this Java, pyspark and conf dir wrote none before: not again
+            return known
         _remove_stale_work(final.parent)
-        return _build_into(final, timeout_s)
+        built = _build_into(final, timeout_s)
+        if isinstance(built, Unavailable):
+            _write_atomically(unavailable_path(key), built.reason)
+        return built
+
+
+def unavailable_path(key: str) -> Path:
+    return archive_dir() / f"{key}.none"
+
+
+def known_unavailable(key: str) -> Unavailable | None:
+    """Why the JVM wrote no archive for ``key`` the last time, if it did not (recorded so that a
+    second 'logstore setup' does not run the warm-up again only to hear the same)."""
+    path = unavailable_path(key)
+    try:
+        return Unavailable(path.read_text("utf-8", "replace"))
+    except FileNotFoundError:
+        return None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _remove_stale_work(directory: Path) -> None:

@@ -160,9 +160,13 @@ def test_a_killed_builds_work_dir_is_removed_by_the_next_build(
 def test_a_jvm_that_writes_no_archive_says_why_and_is_not_an_error(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _fake_warmup(monkeypatch, 3, write=False)
-    assert ca.build() == ca.Unavailable("Error: non-empty directory '/etc/spark/conf/'")
+    calls = _fake_warmup(monkeypatch, 3, write=False)
+    why = ca.Unavailable("Error: non-empty directory '/etc/spark/conf/'")
+    assert ca.build() == why
     assert ca.current_archive() is None
+    key = ca.current_key()
+    assert key is not None and ca.known_unavailable(key) == why
+    assert ca.build() == why and len(calls) == 1  # recorded: no second warm-up to hear the same
 
 
 @pytest.mark.parametrize(("code", "write"), [(1, False), (0, False), (1, True)])
