@@ -95,7 +95,7 @@ def current_key() -> str | None:
         java = Path(java_executable()).resolve()
         java_stat = java.stat()
         version = metadata.version("pyspark")
-        home = os.environ.get("SPARK_HOME") or _pyspark_dir()
+        home = spark_home()
     except (SetupError, OSError, metadata.PackageNotFoundError):
         return None
     if home is None:
@@ -103,6 +103,11 @@ def current_key() -> str | None:
     conf_dir = os.environ.get("SPARK_CONF_DIR", "")
     jars = classpath_dir(Classpath.SPARK).name
     return archive_key(java, java_stat, version, home, conf_dir, jars)
+
+
+def spark_home() -> str | None:
+    """The Spark home PySpark's launcher takes its jars from: ``SPARK_HOME``, else pyspark's."""
+    return os.environ.get("SPARK_HOME") or _pyspark_dir()
 
 
 def _pyspark_dir() -> str | None:
@@ -193,7 +198,30 @@ def build(*, timeout_s: float = BUILD_TIMEOUT_S) -> Path | Unavailable:
         built = _build_into(final, timeout_s)
         if isinstance(built, Unavailable):
             _write_atomically(unavailable_path(key), built.reason)
+        home = spark_home()
+        if home is not None:  # the class path it is for: Spark's home and conf dir
+            owner = f"{home}\n{os.environ.get('SPARK_CONF_DIR', '')}"
+            _write_atomically(final.with_suffix(".home"), owner)
+            _remove_superseded(final.parent, key, owner)
         return built
+
+
+def _remove_superseded(directory: Path, key: str, owner: str) -> None:
+    """The archives (and records of none) of earlier keys for the same Spark home and conf dir:
+    written for a JDK, pyspark or jars that home no longer has, ~200 MB each that no JVM would map
+    again (one mapping one now keeps its pages). Other homes' archives (another virtualenv, another
+    SPARK_CONF_DIR) are kept."""
+    for record in directory.glob("*.home"):
+        stem = record.name.removesuffix(".home")
+        if stem == key or record.is_symlink():
+            continue
+        try:
+            same = record.read_text("utf-8") == owner
+        except OSError:
+            continue
+        if same:
+            for suffix in (".jsa", ".none", ".home"):
+                (directory / f"{stem}{suffix}").unlink(missing_ok=True)
 
 
 def unavailable_path(key: str) -> Path:

@@ -137,7 +137,8 @@ def test_build_installs_the_warm_ups_archive_once(
     assert built == ca.current_archive()
     assert calls[0][1:3] == ["-m", "logstore_cli.cli.warmup"]
     assert ca.build() == built and len(calls) == 1  # there already: no second warm-up
-    assert sorted(p.name for p in built.parent.iterdir()) == [".build.lock", built.name]
+    names = sorted(p.name for p in built.parent.iterdir())
+    assert names == [".build.lock", built.with_suffix(".home").name, built.name]
 
 
 def test_a_killed_builds_work_dir_is_removed_by_the_next_build(
@@ -202,3 +203,27 @@ def test_a_cache_path_the_jvm_cannot_be_given_is_no_archive_not_a_failed_setup(
     built = ca.build()
     assert isinstance(built, ca.Unavailable) and "cannot be passed to the JVM" in built.reason
     assert calls == []
+
+
+def test_a_new_archive_replaces_the_ones_its_spark_home_had_before(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    home = f"{ca.spark_home()}\n"  # its Spark home, and no SPARK_CONF_DIR
+    d = ca.archive_dir()
+    d.mkdir(parents=True)
+    owners = [("old-jdk", home), ("other-venv", "/elsewhere/pyspark\n"),
+              ("other-conf", f"{home}/etc/spark/conf")]  # fmt: skip
+    for stem, owner in owners:
+        (d / f"{stem}.jsa").write_bytes(b"classes")
+        (d / f"{stem}.home").write_text(owner)
+    (d / "earlier-none.none").write_text("no base archive")
+    (d / "earlier-none.home").write_text(home)
+    (d / "unowned.jsa").write_bytes(b"classes")  # no record of its home: left alone
+    _fake_warmup(monkeypatch, 0, write=True)
+    built = ca.build()
+    assert isinstance(built, Path)
+    left = sorted(p.name for p in d.iterdir() if p.name != ".build.lock")
+    kept = ["other-venv.jsa", "other-venv.home", "other-conf.jsa", "other-conf.home", "unowned.jsa"]
+    assert left == sorted([built.name, built.with_suffix(".home").name, *kept])
+    assert built.with_suffix(".home").read_text() == home
