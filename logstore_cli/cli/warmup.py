@@ -9,9 +9,10 @@ checks and compaction), ``read --engine spark`` of the snapshot and of the chang
 ``optimize``. It then ends the JVM itself and waits for it: HotSpot writes the archive as the JVM
 exits, and ``class_archive.build`` installs the file only once this process has exited.
 
-Exit codes: 0 archive written; 3 the JVM wrote none, its reason in ``WORKDIR/REASON_FILE`` (a Java without a base CDS
-archive, a non-empty directory such as ``SPARK_CONF_DIR`` on the class path: Spark jobs then simply
-run without); anything else a failed warm-up (its output says which step).
+Exit codes: 0 archive written; 3 (``NO_ARCHIVE_EXIT``) the JVM wrote none, its reason in
+``WORKDIR/REASON_FILE`` (a Java without a base CDS archive, a non-empty directory such as
+``SPARK_CONF_DIR`` on the class path: Spark jobs then simply run without); anything else a failed
+warm-up (its output says which step).
 """
 
 from __future__ import annotations
