@@ -198,18 +198,28 @@ def build(*, timeout_s: float = BUILD_TIMEOUT_S) -> Path | Unavailable:
         built = _build_into(final, timeout_s)
         if isinstance(built, Unavailable):
             _write_atomically(unavailable_path(key), built.reason)
-        home = spark_home()
-        if home is not None:  # the class path it is for: Spark's home and conf dir
-            owner = f"{home}\n{os.environ.get('SPARK_CONF_DIR', '')}"
+        owner = _owner()
+        if owner is not None:
             _write_atomically(final.with_suffix(".home"), owner)
             _remove_superseded(final.parent, key, owner)
         return built
 
 
+def _owner() -> str | None:
+    """Whose archive this is: the Java runtime's path (another JDK keeps its own; an update of it
+    in place is a new key of the same owner), Spark's home and conf dir (the class path)."""
+    home = spark_home()
+    try:
+        java = str(Path(java_executable()).resolve())
+    except (SetupError, OSError):
+        return None
+    return None if home is None else f"{java}\n{home}\n{os.environ.get('SPARK_CONF_DIR', '')}"
+
+
 def _remove_superseded(directory: Path, key: str, owner: str) -> None:
-    """The archives (and records of none) of earlier keys for the same Spark home and conf dir:
-    written for a JDK, pyspark or jars that home no longer has, ~200 MB each that no JVM would map
-    again (one mapping one now keeps its pages). Other homes' archives (another virtualenv, another
+    """The archives (and records of none) of earlier keys of the same owner (``_owner``): written
+    for a JDK build, pyspark or jars it no longer has, ~200 MB each that no JVM would map again
+    (one mapping one now keeps its pages). Other owners' archives (another JDK, virtualenv or
     SPARK_CONF_DIR) are kept."""
     for record in directory.glob("*.home"):
         stem = record.name.removesuffix(".home")

@@ -209,11 +209,13 @@ def test_a_new_archive_replaces_the_ones_its_spark_home_had_before(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
-    home = f"{ca.spark_home()}\n"  # its Spark home, and no SPARK_CONF_DIR
+    java = str((cache.parent / "jdk" / "bin" / "java").resolve())
+    home = f"{java}\n{ca.spark_home()}\n"  # its Java, its Spark home, and no SPARK_CONF_DIR
     d = ca.archive_dir()
     d.mkdir(parents=True)
-    owners = [("old-jdk", home), ("other-venv", "/elsewhere/pyspark\n"),
-              ("other-conf", f"{home}/etc/spark/conf")]  # fmt: skip
+    owners = [("old-jdk", home), ("other-venv", f"{java}\n/elsewhere/pyspark\n"),
+              ("other-conf", f"{home}/etc/spark/conf"),
+              ("other-java", f"/opt/jdk-21/bin/java\n{ca.spark_home()}\n")]  # fmt: skip
     for stem, owner in owners:
         (d / f"{stem}.jsa").write_bytes(b"classes")
         (d / f"{stem}.home").write_text(owner)
@@ -224,6 +226,7 @@ def test_a_new_archive_replaces_the_ones_its_spark_home_had_before(
     built = ca.build()
     assert isinstance(built, Path)
     left = sorted(p.name for p in d.iterdir() if p.name != ".build.lock")
-    kept = ["other-venv.jsa", "other-venv.home", "other-conf.jsa", "other-conf.home", "unowned.jsa"]
+    kept = [f"other-{o}.{ext}" for o in ("venv", "conf", "java") for ext in ("jsa", "home")]
+    kept.append("unowned.jsa")
     assert left == sorted([built.name, built.with_suffix(".home").name, *kept])
     assert built.with_suffix(".home").read_text() == home
