@@ -230,3 +230,25 @@ def test_a_new_archive_replaces_the_ones_its_spark_home_had_before(
     kept.append("unowned.jsa")
     assert left == sorted([built.name, built.with_suffix(".home").name, *kept])
     assert built.with_suffix(".home").read_text() == home
+
+
+def test_jars_rewritten_at_the_same_path_are_a_new_key(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pyspark reinstalled at the same path and version writes new jar files: the JVM would refuse
+    the old archive (it checks each jar's size and time), so it is not this key's."""
+    home = tmp_path / "spark-home"
+    (home / "jars").mkdir(parents=True)
+    jar = home / "jars" / "spark-core.jar"
+    jar.write_bytes(b"PK")
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    key = ca.current_key()
+    assert key is not None and ca.current_key() == key
+    os.utime(jar, ns=(1, 1))
+    assert ca.current_key() != key
+    (home / "jars" / "notes.txt").write_text("not a jar")  # only jars count
+    again = ca.current_key()
+    (home / "jars" / "notes.txt").unlink()
+    assert ca.current_key() == again
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "no-such-home"))
+    assert ca.current_key() is None  # no jars: no key, no archive, never an error
