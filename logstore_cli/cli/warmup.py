@@ -64,8 +64,8 @@ def _cli(*args: str) -> None:
 
 def _run(target: Path, work: Path) -> None:
     from logstore_cli.config import CONFIG_ENV, ENV_VARS
-    from logstore_cli.jobs.spark import SparkSettings, build_session
-    from logstore_cli.jvm.class_archive import SUBMIT_OPTS, dump_options
+    from logstore_cli.jobs.spark import SparkSettings, build_session, submit_opts
+    from logstore_cli.jvm.class_archive import dump_options
 
     options = dump_options(target)
     if options is None:
@@ -76,13 +76,12 @@ def _run(target: Path, work: Path) -> None:
         os.environ.pop(var, None)
     os.environ["LOGSTORE_WAREHOUSE"] = str(work / "warehouse")
     os.environ["LOGSTORE_STATE_DIR"] = str(work / "state")
-    # As logstore passes its own driver options (jobs/spark.py): the user's spark-defaults.conf
-    # applies as it will to their jobs, whose JVMs then accept the archive.
-    before = os.environ.get(SUBMIT_OPTS)
-    os.environ[SUBMIT_OPTS] = f"{options} {before}" if before else options
-    # The JVM is started here with the dump option; the commands below reuse it (PySpark keeps one
-    # gateway per process and getOrCreate returns the running session).
-    build_session(SparkSettings(work_dir=work / "state" / "spark"))
+    # As logstore passes its own driver options: the user's spark-defaults.conf applies as it will
+    # to their jobs, whose JVMs then accept the archive. The JVM is started here with the dump
+    # option (logstore then adds no archive of its own: the option decides class sharing); the
+    # commands below reuse it (PySpark keeps one gateway per process, getOrCreate the session).
+    with submit_opts(options):
+        build_session(SparkSettings(work_dir=work / "state" / "spark"))
     _cli("create-table", "--sql", DDL)
     source = work / "source"
     source.mkdir()

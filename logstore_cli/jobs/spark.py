@@ -274,12 +274,13 @@ def _launch_gateway(conf: Mapping[str, str], java_options: str | None = None) ->
         return
     launch = SparkConf(loadDefaults=False)
     launch.setAll(list(conf.items()))
-    with _submit_opts(java_options):
+    with submit_opts(java_options):
         SparkContext._ensure_initialized(conf=launch)
 
 
 @contextlib.contextmanager
-def _submit_opts(options: str | None) -> Iterator[None]:
+def submit_opts(options: str | None) -> Iterator[None]:
+    """``options`` before any ``SPARK_SUBMIT_OPTS`` already set, while a driver JVM launches."""
     if options is None:
         yield
         return

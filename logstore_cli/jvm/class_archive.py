@@ -89,21 +89,49 @@ def archive_dir() -> Path:
     return cache_home() / "class-archive"
 
 
-def current_key() -> str | None:
-    """This machine's key, or None when there is no Java or no pyspark (then no archive either)."""
+@dataclass(frozen=True)
+class _Identity:
+    """What an archive is for, read once: the Java runtime, pyspark and the driver's class path."""
+
+    java: Path
+    java_stat: os.stat_result
+    pyspark_version: str
+    spark_home: str
+    conf_dir: str
+    jars: str
+
+    @property
+    def key(self) -> str:
+        return archive_key(self.java, self.java_stat, self.pyspark_version, self.spark_home,
+                           self.conf_dir, self.jars)  # fmt: skip
+
+    @property
+    def owner(self) -> str:
+        """Whose archive this is: the Java runtime's path (another JDK keeps its own; an update of
+        it in place is a new key of the same owner), Spark's home and conf dir (the class path)."""
+        return f"{self.java}\n{self.spark_home}\n{self.conf_dir}"
+
+
+def _identity() -> _Identity | None:
+    """This machine's, or None when there is no Java or no pyspark (then no archive either)."""
     try:
         java = Path(java_executable()).resolve()
         java_stat = java.stat()
         version = metadata.version("pyspark")
         home = spark_home()
-        stamp = None if home is None else _jars_stamp(Path(home) / "jars")
+        if home is None:
+            return None
+        stamp = _jars_stamp(Path(home) / "jars")
     except (SetupError, OSError, metadata.PackageNotFoundError):
         return None
-    if home is None:
-        return None
-    conf_dir = os.environ.get("SPARK_CONF_DIR", "")
     jars = f"{classpath_dir(Classpath.SPARK).name}:{stamp}"
-    return archive_key(java, java_stat, version, home, conf_dir, jars)
+    return _Identity(java, java_stat, version, home, os.environ.get("SPARK_CONF_DIR", ""), jars)
+
+
+def current_key() -> str | None:
+    """This machine's key, or None when there is no Java or no pyspark (then no archive either)."""
+    ident = _identity()
+    return None if ident is None else ident.key
 
 
 def _jars_stamp(jars: Path) -> str:
@@ -189,12 +217,13 @@ def build(*, timeout_s: float = BUILD_TIMEOUT_S) -> Path | Unavailable:
     The warm-up writes into a temporary file of the archive's directory, renamed into place only
     once its JVM has exited: a JVM starting meanwhile never maps half an archive.
     """
-    key = current_key()
-    if key is None:
+    ident = _identity()
+    if ident is None:
         raise SetupError(
             "no Java runtime or no pyspark: the Spark class archive cannot be built",
             hint="install a Java 17 runtime and run scripts/setup.sh",
         )
+    key = ident.key
     final = archive_path(key)
     if final.is_file():
         return final
@@ -213,26 +242,13 @@ def build(*, timeout_s: float = BUILD_TIMEOUT_S) -> Path | Unavailable:
         built = _build_into(final, timeout_s)
         if isinstance(built, Unavailable):
             _write_atomically(unavailable_path(key), built.reason)
-        owner = _owner()
-        if owner is not None:
-            _write_atomically(final.with_suffix(".home"), owner)
-            _remove_superseded(final.parent, key, owner)
+        _write_atomically(final.with_suffix(".home"), ident.owner)
+        _remove_superseded(final.parent, key, ident.owner)
         return built
 
 
-def _owner() -> str | None:
-    """Whose archive this is: the Java runtime's path (another JDK keeps its own; an update of it
-    in place is a new key of the same owner), Spark's home and conf dir (the class path)."""
-    home = spark_home()
-    try:
-        java = str(Path(java_executable()).resolve())
-    except (SetupError, OSError):
-        return None
-    return None if home is None else f"{java}\n{home}\n{os.environ.get('SPARK_CONF_DIR', '')}"
-
-
 def _remove_superseded(directory: Path, key: str, owner: str) -> None:
-    """The archives (and records of none) of earlier keys of the same owner (``_owner``): written
+    """The archives (and records of none) of earlier keys of the same owner (``_Identity.owner``): written
     for a JDK build, pyspark or jars it no longer has, ~200 MB each that no JVM would map again
     (one mapping one now keeps its pages). Other owners' archives (another JDK, virtualenv or
     SPARK_CONF_DIR) are kept."""

@@ -187,7 +187,8 @@ def test_a_sigint_after_the_run_is_not_remembered(
     )
     assert _run_main(["setup", "--only", "spark"]) == EXIT_INTERRUPTED
     monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", lambda *_, **__: [])
-    assert _run_main(["setup", "--only", "spark", "--json"]) == 0  # a fresh run starts clean
+    # a fresh run starts clean (without the class archive's warm-up, a Spark job)
+    assert _run_main(["setup", "--only", "spark", "--no-class-archive", "--json"]) == 0
     assert '"classpath": "spark"' in capsys.readouterr().out
 
 
@@ -295,7 +296,7 @@ def test_verbose_prints_the_debug_log(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr("logstore_cli.jvm.deps.ensure_classpath", resolve)
-    assert _run_main([*argv, "--only", "spark", "--json"]) == 0
+    assert _run_main([*argv, "--only", "spark", "--no-class-archive", "--json"]) == 0
     captured = capsys.readouterr()
     assert ("running mvn [/red] dependency:copy" in captured.err) is shown
     assert '"classpath": "spark"' in captured.out  # stdout holds the result only

@@ -7,24 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from logstore_cli import config as cfg
 from logstore_cli.cli import app as app_module
 from logstore_cli.jvm import class_archive
 from logstore_cli.jvm.deps import Classpath
 
 
 @pytest.fixture
-def builds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
-    for var in [*cfg.ENV_VARS, cfg.CONFIG_ENV]:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LOGSTORE_HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
+def builds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, setup_home: Path) -> list[str]:
     monkeypatch.setattr(
         "logstore_cli.jvm.deps.ensure_classpath",
         lambda cp, **_: [tmp_path / f"{cp.value}.jar"],
     )
     calls: list[str] = []
-    archive = tmp_path / "home" / "class-archive" / "spark-x.jsa"
+    archive = setup_home / "class-archive" / "spark-x.jsa"
 
     def build() -> Path | class_archive.Unavailable:
         calls.append("build")

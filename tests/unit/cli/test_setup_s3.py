@@ -7,17 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from logstore_cli import config as cfg
 from logstore_cli.cli import app as app_module
 from logstore_cli.jvm.deps import Classpath
 
 
 @pytest.fixture
-def resolved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Classpath]:
-    for var in [*cfg.ENV_VARS, cfg.CONFIG_ENV]:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LOGSTORE_HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
+def resolved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, setup_home: Path) -> list[Classpath]:
     asked: list[Classpath] = []
 
     def ensure(cp: Classpath, **_: object) -> list[Path]:

@@ -110,13 +110,13 @@ def test_the_options_go_before_the_users_submit_opts_for_the_launch_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-XX:+UseSerialGC")
-    with spark_module._submit_opts("-XX:SharedArchiveFile=/a.jsa"):
+    with spark_module.submit_opts("-XX:SharedArchiveFile=/a.jsa"):
         assert os.environ["SPARK_SUBMIT_OPTS"] == "-XX:SharedArchiveFile=/a.jsa -XX:+UseSerialGC"
     assert os.environ["SPARK_SUBMIT_OPTS"] == "-XX:+UseSerialGC"
     monkeypatch.delenv("SPARK_SUBMIT_OPTS")
-    with pytest.raises(RuntimeError), spark_module._submit_opts("-Xshare:auto"):
+    with pytest.raises(RuntimeError), spark_module.submit_opts("-Xshare:auto"):
         assert os.environ["SPARK_SUBMIT_OPTS"] == "-Xshare:auto"
         raise RuntimeError("the launch failed")
     assert "SPARK_SUBMIT_OPTS" not in os.environ  # restored on failure too
-    with spark_module._submit_opts(None):
+    with spark_module.submit_opts(None):
         assert "SPARK_SUBMIT_OPTS" not in os.environ
