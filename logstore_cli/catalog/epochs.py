@@ -255,24 +255,28 @@ class EpochConfirmer:
         return through is not None and marker.epoch.epoch <= through
 
 
-# The operationMetrics entry that says how many rows a commit wrote (or removed), per operation.
-ROW_METRICS: Final[Mapping[str, str]] = {
-    "MERGE": "numSourceRows",  # an epoch's changes (its last one per key), or a user's MERGE
-    "WRITE": "numOutputRows",
-    "STREAMING UPDATE": "numOutputRows",
-    "CREATE TABLE AS SELECT": "numOutputRows",
-    "REPLACE TABLE AS SELECT": "numOutputRows",
-    "DELETE": "numDeletedRows",
-    "UPDATE": "numUpdatedRows",
+# The operationMetrics entry that says how many rows a commit wrote (or removed), per operation:
+# Spark's name, then delta-rs' (an epoch committed by delta-rs, a user's write_deltalake).
+ROW_METRICS: Final[Mapping[str, tuple[str, ...]]] = {
+    "MERGE": ("numSourceRows", "num_source_rows"),  # an epoch's changes (its last one per key)
+    "WRITE": ("numOutputRows", "num_added_rows"),
+    "STREAMING UPDATE": ("numOutputRows",),
+    "CREATE TABLE AS SELECT": ("numOutputRows",),
+    "REPLACE TABLE AS SELECT": ("numOutputRows",),
+    "DELETE": ("numDeletedRows", "num_deleted_rows"),
+    "UPDATE": ("numUpdatedRows", "num_updated_rows"),
 }
 
 
 def commit_rows(info: Mapping[str, Any]) -> int | None:
     """The rows a commit wrote (deleted, for a DELETE); None when its metrics do not say."""
-    metrics, name = info.get("operationMetrics"), ROW_METRICS.get(str(info.get("operation")))
-    if not isinstance(metrics, Mapping) or name is None:
+    metrics, names = info.get("operationMetrics"), ROW_METRICS.get(str(info.get("operation")))
+    if not isinstance(metrics, Mapping) or names is None:
+        return None
+    name = next((n for n in names if n in metrics), None)
+    if name is None:
         return None
     try:
         return int(metrics[name])
-    except (KeyError, TypeError, ValueError):
+    except (TypeError, ValueError):
         return None

@@ -83,6 +83,7 @@ def build_job(
     lease_ttl_s: float,
     max_epochs: int | None,
     skip_outside_through: int | None = None,
+    delta_engine: str = "auto",
 ) -> IngestJob:
     """Everything the job needs, checked before Spark starts (bad input is exit 2 at once)."""
     from logstore_cli.catalog.delta_log import spark_path
@@ -120,6 +121,12 @@ def build_job(
         raise InvalidInputError(f"--lease-ttl must be at least 1 second, got {lease_ttl_s}")
     if checkpoint is not None and not checkpoint.strip():
         raise InvalidInputError("--checkpoint is empty")
+    from logstore_cli.ingest import merge_engine
+
+    try:
+        engine = merge_engine.parse_choice(delta_engine)
+    except ValueError as exc:
+        raise InvalidInputError(f"--delta-engine: {exc}") from None
     if skip_outside_through is not None and skip_outside_through < 0:
         raise InvalidInputError(
             f"--skip-outside-through must be a Delta version (0 or more), got "
@@ -172,6 +179,7 @@ def build_job(
         skip_outside_through=skip_outside_through,
         checkpoint_storage=checkpoint_storage,
         pulsar=pulsar,
+        delta_engine=engine,
     )
 
 
@@ -578,6 +586,17 @@ def ingest(
             rich_help_panel=JOB_PANEL,
         ),
     ] = None,
+    delta_engine: Annotated[
+        str,
+        typer.Option(
+            "--delta-engine",
+            help="Who commits a keyed table's epochs to Delta: 'auto' (delta-rs in this process "
+            "for a table on this machine's disk of up to 1 GiB and an epoch of up to 1,000,000 "
+            "changes, else Spark's MERGE) or 'spark' (always Spark's MERGE).",
+            metavar="auto|spark",
+            rich_help_panel=JOB_PANEL,
+        ),
+    ] = "auto",
     max_epochs: Annotated[
         int | None,
         typer.Option("--max-epochs", help="Stop after this many epochs.", hidden=True),
@@ -605,7 +624,7 @@ def ingest(
         op_column=op_column,
         sequence_column=sequence_column, emit=emit, trigger_s=trigger, once=once, job=job,
         checkpoint=checkpoint, lease_ttl_s=lease_ttl, max_epochs=max_epochs,
-        skip_outside_through=skip_outside_through,
+        skip_outside_through=skip_outside_through, delta_engine=delta_engine,
     )  # fmt: skip
     if print_spark_submit:
         command = spark_submit_command(ingest_job, ctx, sys.argv[1:])

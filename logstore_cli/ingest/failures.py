@@ -3,7 +3,8 @@ changed table, or a table that is gone — each with its own next step. Pure: te
 
 Delta names its conflicts by error class (``[DELTA_CONCURRENT_APPEND]``, …) and by exception
 class (``io.delta.exceptions.ConcurrentAppendException``); both forms are matched, since the first
-line of a Py4J error may carry either.
+line of a Py4J error may carry either. An epoch committed by delta-rs fails on any commit that
+came first (it does not retry: see ``jobs/ingest.py``), raised with ``DELTA_RS_CONFLICT``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ class Explained:
     hint: str
 
 
+DELTA_RS_CONFLICT = "DELTA_RS_COMMIT_CONFLICT"  # in the error a delta-rs epoch commit raises
+
 _ANOTHER_WRITER = (
+    DELTA_RS_CONFLICT,
     "DELTA_CONCURRENT_APPEND", "ConcurrentAppendException",
     "DELTA_CONCURRENT_DELETE_READ", "ConcurrentDeleteReadException",
     "DELTA_CONCURRENT_DELETE_DELETE", "ConcurrentDeleteDeleteException",

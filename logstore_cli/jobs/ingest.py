@@ -46,7 +46,7 @@ from logstore_cli.catalog.lease import LeaseLostError, local_time
 from logstore_cli.catalog.outside import Follower, only_maintenance_since
 from logstore_cli.catalog.schema_watch import SchemaWatch
 from logstore_cli.errors import BrokerError, InvalidInputError, LogstoreError, OutsideWriteError
-from logstore_cli.ingest import plan
+from logstore_cli.ingest import merge_engine, plan
 from logstore_cli.ingest.epoch import (
     CRASH_POINTS,
     PAUSE_POINTS,
@@ -61,7 +61,7 @@ from logstore_cli.ingest.epoch import (
     OutsidePending,
     Produced,
 )
-from logstore_cli.ingest.failures import explain_commit_failure
+from logstore_cli.ingest.failures import DELTA_RS_CONFLICT, explain_commit_failure
 from logstore_cli.ingest.outside import KINDS, ORDER, OutsideCommit, describe_all
 from logstore_cli.interrupt import StopOnCtrlC
 from logstore_cli.logformat.values import (
@@ -83,6 +83,7 @@ from logstore_cli.logformat.wire import (
     TxnState,
     change_value,
     commit_metadata,
+    decode_txn_version,
     encode_marker,
     envelope,
     fence_metadata,
@@ -180,6 +181,8 @@ class IngestJob:
     # directory ``paths.checkpoint`` names (a checkpoint on S3).
     checkpoint_storage: Storage | None = None
     pulsar: PulsarTarget | None = None  # the log on Pulsar (then ``kafka`` is None)
+    # Who commits a keyed epoch to Delta: merge_engine.AUTO (delta-rs when it can) or SPARK.
+    delta_engine: str = merge_engine.AUTO
 
     @property
     def table_uri(self) -> str:
@@ -720,10 +723,33 @@ class MergeSource:
 
     frame: DataFrame
     bounds: list[tuple[str, Any, Any]]
+    rows: int  # the frame's rows: one per key
 
 
 def _committed(commit: epochs.EpochCommit) -> Committed:
     return Committed(commit.epoch, commit.version, commit.positions)
+
+
+def _table_facts(table: Any) -> merge_engine.TableFacts:
+    """What ``merge_engine.choose`` needs of a local table delta-rs opened."""
+    protocol = table.protocol()
+    fields = json.loads(table.schema().to_json()).get("fields", [])
+    import pyarrow as pa
+
+    sizes = pa.table(table.get_add_actions(flatten=True)).column("size_bytes").to_pylist()
+    return merge_engine.TableFacts(
+        local=True,
+        min_reader=protocol.min_reader_version,
+        min_writer=protocol.min_writer_version,
+        reader_features=_features(protocol.reader_features),
+        writer_features=_features(protocol.writer_features),
+        generated_columns=merge_engine.has_generated_columns(fields),
+        table_bytes=sum(int(size) for size in sizes if size is not None),
+    )
+
+
+def _features(names: list[str] | None) -> frozenset[str] | None:
+    return None if names is None else frozenset(names)
 
 
 class DeltaCommitter:
@@ -731,7 +757,11 @@ class DeltaCommitter:
     without a key) and Delta's idempotent-write transaction ids."""
 
     def __init__(
-        self, table: TableSpec, path: TableLocation, spark: SparkSession | None = None
+        self,
+        table: TableSpec,
+        path: TableLocation,
+        spark: SparkSession | None = None,
+        engine: str = merge_engine.AUTO,
     ) -> None:
         self.name = table.name
         self.path = path  # the Delta log as logstore reads it (epochs, fences)
@@ -740,6 +770,9 @@ class DeltaCommitter:
         self.columns = [c.name for c in table.columns]
         self.keys = list(table.primary_key)
         self.log_kinds = frozenset(k.value for k in plan.log_kinds(table))
+        self.engine = engine  # merge_engine.AUTO or SPARK: who commits a keyed epoch
+        self.last_engine: str | None = None  # who committed the last epoch (tests, benchmarks)
+        self._said: set[str] = set()  # the reasons for Spark already logged
 
     def committed(self, writer: str, epoch: int) -> Committed | None:
         done = epochs.committed_version(self.path, writer)
@@ -920,6 +953,7 @@ class DeltaCommitter:
         meta = commit_metadata(eid, offsets)
         session: SparkSession = good.sparkSession  # the foreachBatch clone: see design.md §8
         if not self.keys:
+            self.last_engine = merge_engine.SPARK
             rows = good.filter(F.coalesce(F.col(plan.KIND), F.lit("+I")).isin("+I", "+U")).select(
                 *[F.col(_name(c)) for c in self.columns]
             )
@@ -932,7 +966,17 @@ class DeltaCommitter:
                 .save(path)
             )
         else:
+            # delta-rs' snapshot first, as Spark's MERGE reads its own before the source: a commit
+            # landing while the source is computed fails this one (see _merge_with_delta_rs).
+            opened = self._open_for_delta_rs()
             source = self.merge_source(batch)
+            if (
+                opened is not None
+                and self._delta_rs_takes(opened[1], source.rows)
+                and self._merge_with_delta_rs(opened[0], source, eid, meta)
+            ):
+                return
+            self.last_engine = merge_engine.SPARK
             latest = source.frame
             removing = F.col(f"s.{plan.KIND}").isin(*[k.value for k in plan.REMOVING_KINDS])
             keeping = F.col(f"s.{plan.KIND}").isNull() | ~removing
@@ -963,6 +1007,127 @@ class DeltaCommitter:
             finally:
                 for key in (TXN_APP_ID, TXN_VERSION, USER_METADATA):
                     conf.unset(key)
+
+    def _open_for_delta_rs(self) -> tuple[Any, merge_engine.TableFacts] | None:
+        """The table's snapshot opened by delta-rs and what ``merge_engine.choose`` needs of it;
+        None when Spark commits whatever the epoch (asked for, or not a local table)."""
+        if self.engine == merge_engine.SPARK or not self.keys:
+            return None
+        if not isinstance(self.path, Path):
+            self._say("the table is not on this machine's disk")
+            return None
+        from deltalake import DeltaTable
+
+        try:
+            opened = DeltaTable(str(self.path))
+            return opened, _table_facts(opened)
+        except Exception as exc:  # Spark's MERGE then fails, or not, saying why in its words
+            self._say(f"delta-rs cannot open the table ({_first_line(exc)})")
+            return None
+
+    def _delta_rs_takes(self, facts: merge_engine.TableFacts, rows: int) -> bool:
+        choice = merge_engine.choose(
+            self.engine, keys=self.keys, columns=self.columns, rows=rows, table=facts
+        )
+        if not choice.delta_rs:
+            self._say(choice.reason)
+        return choice.delta_rs
+
+    def _say(self, reason: str) -> None:
+        """Log once per reason why Spark commits (a job of thousands of epochs says it once)."""
+        if reason not in self._said:
+            self._said.add(reason)
+            log.info("Spark commits the epochs of %s: %s", self.name, reason)
+
+    def _merge_with_delta_rs(
+        self, table: Any, source: MergeSource, eid: EpochId, meta: str
+    ) -> bool:
+        """The epoch's MERGE by delta-rs, on the snapshot ``table`` holds: the same clauses, the
+        same transaction id and ``userMetadata`` as Spark's; True when committed. Spark's
+        idempotent write skips an epoch whose writer's transaction version is at or above it (done,
+        or fenced); here that version is read from the very snapshot the MERGE commits over, and
+        the commit does not retry: any commit after that snapshot (a fence, an outside write, a
+        compaction) fails it with DELTA_RS_CONFLICT, which ``commit`` sorts out as it does Spark's
+        conflicts. Any other failure of delta-rs (it commits last, so nothing was committed) is
+        logged and returns False: Spark's MERGE commits the epoch, and this job's later ones."""
+        from deltalake import CommitProperties, PostCommitHookProperties, Transaction
+        from deltalake.exceptions import CommitFailedError
+
+        state = decode_txn_version(table.transaction_version(eid.writer))
+        if state.fenced or (state.last_epoch is not None and state.last_epoch >= eid.epoch):
+            raise LogstoreError(
+                f"Delta skipped epoch {eid.epoch} of writer {eid.writer}: its transaction version "
+                f"({state.last_epoch}{', fenced' if state.fenced else ''}) is at or past it"
+            )
+        rows = source.frame.toArrow()
+        quoted = {c: f"`{c}`" for c in [*self.columns, plan.KIND]}
+        on = " AND ".join(f"t.{quoted[k]} = s.{quoted[k]}" for k in self.keys)
+        kind = f"s.{quoted[plan.KIND]}"
+        removing = ", ".join(sorted(f"'{k.value}'" for k in plan.REMOVING_KINDS))
+        keeping = f"{kind} IS NULL OR {kind} NOT IN ({removing})"
+        values = {quoted[c]: f"s.{quoted[c]}" for c in self.columns}
+        props = CommitProperties(
+            app_transactions=[Transaction(app_id=eid.writer, version=eid.epoch)],
+            custom_metadata={"userMetadata": meta},
+            max_commit_retries=0,
+        )
+        read_version = table.version()
+        try:
+            (
+                table.merge(
+                    rows,
+                    on,
+                    source_alias="s",
+                    target_alias="t",
+                    # the source is in memory: its key statistics prune the files it scans
+                    streamed_exec=False,
+                    commit_properties=props,
+                    # checkpoints as Spark writes them, after the commit (_checkpoint_if_due)
+                    post_commithook_properties=PostCommitHookProperties(
+                        create_checkpoint=False, cleanup_expired_logs=False
+                    ),
+                )
+                .when_matched_delete(f"{kind} IN ({removing})")
+                .when_matched_update(values, keeping)
+                .when_not_matched_insert(values, keeping)
+                .execute()
+            )
+        except CommitFailedError as exc:
+            raise LogstoreError(
+                f"{DELTA_RS_CONFLICT}: another commit took the Delta version after "
+                f"{read_version} first; epoch {eid.epoch} was not committed",
+                detail=str(exc),
+            ) from exc
+        except Exception as exc:
+            self.engine = merge_engine.SPARK
+            log.warning(
+                "delta-rs could not commit epoch %d of %s (%s); Spark's MERGE commits it and "
+                "this job's later epochs",
+                eid.epoch,
+                self.name,
+                _first_line(exc),
+            )
+            return False
+        self.last_engine = merge_engine.DELTA_RS
+        self._checkpoint_if_due(table)
+        return True
+
+    def _checkpoint_if_due(self, table: Any) -> None:
+        """A Delta checkpoint at every ``delta.checkpointInterval``-th version (10 by default),
+        as Spark writes one after its commits; delta-rs would wait for every 100th. A failure
+        is logged: the epoch is committed, and a later commit writes the next checkpoint."""
+        version = table.version()
+        try:
+            interval = int(table.metadata().configuration.get("delta.checkpointInterval", "10"))
+        except ValueError:
+            interval = 10
+        if interval <= 0 or version <= 0 or version % interval:
+            return
+        try:
+            table.create_checkpoint()
+            table.cleanup_metadata()  # the log files past delta.logRetentionDuration, as Spark
+        except Exception as exc:
+            log.warning("no Delta checkpoint at version %d of %s: %s", version, self.name, exc)
 
     def merge_source(self, batch: SparkBatch) -> MergeSource:
         """The MERGE's source: each key's latest change among ``batch``'s good records (less those
@@ -1010,7 +1175,7 @@ class DeltaCommitter:
             if stats[f"min{i}"] is not None
         ]
         frame = latest.select(*[F.col(_name(c)) for c in self.columns], F.col(plan.KIND))
-        return MergeSource(frame, bounds)
+        return MergeSource(frame, bounds, int(stats["keys"]))
 
     def merge_condition(self, source: MergeSource) -> Column:
         """``t.k = s.k`` for every key column, and each ranged key's epoch range on the target
@@ -1408,7 +1573,11 @@ def protocol_for(
     log = sink
     if job.stores.log and job.kafka is not None and producer is not None and admin is not None:
         log = KafkaLogSink(job.table, producer, admin, job.kafka.topic, max_bytes)
-    table = DeltaCommitter(job.table, job.location, spark) if job.stores.file else None
+    table = (
+        DeltaCommitter(job.table, job.location, spark, job.delta_engine)
+        if job.stores.file
+        else None
+    )
     outside = None  # carried only by a job that writes both stores
     if log is not None and table is not None:
         outside = DeltaOutsideWrites(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from logstore_cli.catalog.epochs import commit_info, latest_epoch_commit
 from logstore_cli.kafka.local_broker import free_port
 from tests.deltalog import write_table
 from tests.e2e.cli_support import create_tables
@@ -24,6 +25,12 @@ pytestmark = pytest.mark.integration
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "LOGSTORE_WAREHOUSE": str(tmp / "wh"), "LOGSTORE_KAFKA_TIMEOUT": "5",
             **extra}  # fmt: skip
+
+
+def engine_of(table: Path, version: int) -> str:
+    """The engine that wrote Delta commit ``version`` (its commitInfo's engineInfo)."""
+    info = commit_info(table, version) or {}
+    return str(info.get("engineInfo", ""))
 
 
 def _run(tmp: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -53,11 +60,19 @@ def test_json_events_per_epoch_and_exit_0_with_once(tmp_path: Path, kafka_bootst
     assert epochs[1]["delta_version"] == epochs[0]["delta_version"] + 1
     assert events[-1]["event"] == "done" and events[-1]["rows"] == len(log)
     assert "Traceback" not in result.stderr
+    # a small local table: delta-rs committed the epochs (--delta-engine auto, the default)
+    table = tmp_path / "wh" / "shop" / "orders"
+    assert all(engine_of(table, e["delta_version"]).startswith("delta-rs") for e in epochs)
 
     # without --json and without a terminal: nothing on stdout, one plain line per epoch on stderr
+    # (and Spark's MERGE commits it when asked)
     write_files(tmp_path / "in", [changes(20, keys=5, seed=6)], start=2)
-    plain = _run(tmp_path, "ingest", "shop.orders", "--source", "in", "--once")
+    plain = _run(tmp_path, "ingest", "shop.orders", "--source", "in", "--once",
+                 "--delta-engine", "spark")  # fmt: skip
     assert plain.returncode == 0, plain.stderr
+    newest = latest_epoch_commit(table)
+    assert newest is not None and newest.epoch.epoch == 2
+    assert engine_of(table, newest.version).startswith("Apache-Spark")
     assert plain.stdout == ""
     lines = [line for line in plain.stderr.splitlines() if line.startswith("epoch ")]
     assert (
@@ -102,6 +117,7 @@ def test_invalid_input_exits_2_naming_what(tmp_path: Path, kafka_bootstrap: str,
         (["--format", "xml"], "xml"),
         (["--source", "extra"], "kind"),  # a column the table does not have
         (["--source", "missing-dir"], "missing-dir"),
+        (["--delta-engine", "rust"], "use one of auto, spark"),
     ]
     for args, named in cases:
         source = [] if "--source" in args else ["--source", "in"]

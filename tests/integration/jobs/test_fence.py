@@ -19,17 +19,18 @@ from logstore_cli.catalog.tables import load_table
 from logstore_cli.jobs.ingest import DeltaCommitter, WriterFenced
 from logstore_cli.logformat.wire import FENCED_BASE, EpochId, Fence, TxnState
 
-from .test_optimize import DEADLINE_S, _batch, _race, _table
+from .test_optimize import DEADLINE_S, ENGINES, _batch, _race, _table
 
 pytestmark = [pytest.mark.integration]
 
 
+@ENGINES
 def test_a_commit_whose_snapshot_predates_the_fence_fails_and_a_later_one_is_skipped(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, engine: str
 ) -> None:
     path = _table(tmp_path / "wh", spark)
     spec = load_table(tmp_path / "wh", "shop.t").spec
-    a = DeltaCommitter(spec, path, spark)
+    a = DeltaCommitter(spec, path, spark, engine)
     a.commit(_batch(spark, None), EpochId("w-a", 0, "a-0"), {0: 1})
     b = DeltaCommitter(spec, path, spark.newSession())  # the taker: its own SQL conf
     fence = Fence(2, "w-b", "w-a", "job-b")
@@ -40,7 +41,9 @@ def test_a_commit_whose_snapshot_predates_the_fence_fails_and_a_later_one_is_ski
     with pytest.raises(WriterFenced, match=r"fenced: job job-b \(writer w-b\)") as caught:
         a.commit(_batch(spark, gate), EpochId("w-a", 1, "a-1"), {0: 2})
     race.join(DEADLINE_S)
-    assert "CONCURRENT_TRANSACTION" in str(caught.value.__cause__)  # Delta's own refusal
+    # Delta's own refusal; delta-rs refuses any commit after its snapshot
+    cause = str(caught.value.__cause__)
+    assert ("CONCURRENT_TRANSACTION" if engine == "spark" else "DELTA_RS_COMMIT_CONFLICT") in cause
     assert "last committed epoch: 0" in caught.value.message
     (version,) = fenced_at
     assert version is not None and version == epochs.commit_versions(path)[0]
@@ -65,6 +68,7 @@ def test_a_commit_whose_snapshot_predates_the_fence_fails_and_a_later_one_is_ski
     committed = a.commit(_batch(spark, None), EpochId("w-a", 1, "a-3"), {0: 2})
     found = epochs.find_epoch_commit(path, "w-a", 1)
     assert found is not None and found.version == committed
+    assert a.last_engine == ("delta-rs" if engine == "auto" else "spark")
     assert spark.read.format("delta").load(str(path)).where("id = 100").count() == 1
 
 

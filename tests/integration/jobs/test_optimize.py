@@ -20,6 +20,7 @@ from logstore_cli.catalog.tables import load_table
 from logstore_cli.errors import InvalidInputError
 from logstore_cli.ingest import plan
 from logstore_cli.ingest.epoch import CompactionConflict
+from logstore_cli.ingest.failures import explain_commit_failure
 from logstore_cli.jobs.ingest import DeltaCommitter, SparkBatch
 from logstore_cli.jobs.optimize import optimize
 from logstore_cli.logformat.wire import EpochId
@@ -115,13 +116,18 @@ def _race(gate: Path, other: Callable[[], object]) -> threading.Thread:
     return thread
 
 
+# Both engines that commit an epoch: Spark's MERGE, and delta-rs (``auto`` on a small local table).
+ENGINES = pytest.mark.parametrize("engine", ["spark", "auto"])
+
+
+@ENGINES
 def test_an_epoch_commit_lost_to_a_compaction_is_committed_again(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, engine: str
 ) -> None:
     path = _table(tmp_path / "wh", spark)
     gate = tmp_path / "gate"
     gate.mkdir()
-    committer = DeltaCommitter(load_table(tmp_path / "wh", "shop.t").spec, path, spark)
+    committer = DeltaCommitter(load_table(tmp_path / "wh", "shop.t").spec, path, spark, engine)
     eid = EpochId("w-1", 0, "a-1")
     other = spark.newSession()  # another program: its own SQL conf (the epoch's is set on ours)
     race = _race(gate, lambda: optimize(other, "shop.t", path, None))
@@ -136,15 +142,17 @@ def test_an_epoch_commit_lost_to_a_compaction_is_committed_again(
     assert found is not None and found.version == version
     rows = dict(_rows(spark, path))
     assert rows[1] == "changed" and rows[100] == "new" and len(rows) == 13
+    assert committer.last_engine == ("delta-rs" if engine == "auto" else "spark")
 
 
+@ENGINES
 def test_an_epoch_commit_lost_to_a_data_change_is_not_retried(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, engine: str
 ) -> None:
     path = _table(tmp_path / "wh", spark)
     gate = tmp_path / "gate"
     gate.mkdir()
-    committer = DeltaCommitter(load_table(tmp_path / "wh", "shop.t").spec, path, spark)
+    committer = DeltaCommitter(load_table(tmp_path / "wh", "shop.t").spec, path, spark, engine)
 
     def append() -> None:
         spark.newSession().createDataFrame(
@@ -156,4 +164,9 @@ def test_an_epoch_commit_lost_to_a_data_change_is_not_retried(
         committer.commit(_batch(spark, gate), EpochId("w-1", 0, "a-1"), {})
     race.join(DEADLINE_S)
     assert not isinstance(info.value, CompactionConflict)
-    assert "Concurrent" in str(info.value) or "CONCURRENT" in str(info.value)
+    if engine == "spark":
+        assert "Concurrent" in str(info.value) or "CONCURRENT" in str(info.value)
+    else:  # delta-rs does not retry over another program's commit: explained as Spark's are
+        assert "DELTA_RS_COMMIT_CONFLICT" in str(info.value)
+        explained = explain_commit_failure(str(info.value), "shop.t")
+        assert explained is not None and explained.cause == "another-writer"

@@ -41,6 +41,10 @@ def test_rows_of_a_merge_and_of_an_append_and_none_otherwise() -> None:
     )
     assert commit_rows({"operation": "MERGE", "operationMetrics": {"numSourceRows": "x"}}) is None
     assert commit_rows({"operation": "MERGE"}) is None
+    # an epoch committed by delta-rs, a write_deltalake append: delta-rs' names
+    delta_rs = {"num_source_rows": 20, "num_target_rows_inserted": 3}
+    assert commit_rows({"operation": "MERGE", "operationMetrics": delta_rs}) == 20
+    assert commit_rows({"operation": "WRITE", "operationMetrics": {"num_added_rows": 4}}) == 4
 
 
 def test_samples_keep_epoch_commits_in_order_with_the_records_the_log_gained() -> None:

@@ -26,6 +26,9 @@ PY4J = "An error occurred while calling o412.execute.\n: "
         ("[DELTA_MISSING_DELTA_TABLE] `/wh/db/t` is not a Delta table.", "table-gone"),
         ("[DELTA_PATH_DOES_NOT_EXIST] /wh/db/t doesn't exist, or is not a Delta table.",
          "table-gone"),
+        # an epoch committed by delta-rs (jobs/ingest.py raises it; no Py4J prefix in reality)
+        ("DELTA_RS_COMMIT_CONFLICT: another commit took the Delta version after 7 first; epoch 3 "
+         "was not committed", "another-writer"),
     ],
 )  # fmt: skip
 def test_each_conflict_is_named_with_its_next_step(text: str, cause: str) -> None:
