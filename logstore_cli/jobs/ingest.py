@@ -1059,7 +1059,7 @@ class DeltaCommitter:
                 f"Delta skipped epoch {eid.epoch} of writer {eid.writer}: its transaction version "
                 f"({state.last_epoch}{', fenced' if state.fenced else ''}) is at or past it"
             )
-        rows = source.frame.toArrow()
+        rows = self._without_noop_removals(table, source.frame.toArrow())
         quoted = {c: f"`{c}`" for c in [*self.columns, plan.KIND]}
         on = " AND ".join(f"t.{quoted[k]} = s.{quoted[k]}" for k in self.keys)
         kind = f"s.{quoted[plan.KIND]}"
@@ -1111,6 +1111,34 @@ class DeltaCommitter:
         self.last_engine = merge_engine.DELTA_RS
         self._checkpoint_if_due(table)
         return True
+
+    def _without_noop_removals(self, table: Any, rows: Any) -> Any:
+        """``rows`` (Arrow) less the removals (``-D``, ``-U``) of keys ``table``'s snapshot does
+        not hold: they change nothing (a key inserted and deleted within the epoch), and delta-rs
+        1.6.6 fails a MERGE into a table with a Change Data Feed when a source row matches no
+        target row and no clause (its all-null output row fails the key's NOT NULL check). Only
+        the key columns of the files that can hold those keys are read (statistics prune)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.dataset as ds
+
+        removing = pa.array(sorted(k.value for k in plan.REMOVING_KINDS))
+        mask = pc.fill_null(pc.is_in(rows.column(plan.KIND), value_set=removing), False)
+        removals = rows.filter(mask)
+        if removals.num_rows == 0:
+            return rows
+        dataset = table.to_pyarrow_dataset()
+        wanted = None
+        for key in self.keys:
+            values = pc.unique(removals.column(key)).cast(dataset.schema.field(key).type)
+            test = ds.field(key).isin(values)
+            wanted = test if wanted is None else wanted & test
+        held = dataset.to_table(columns=self.keys, filter=wanted)
+        held = held.cast(pa.schema([removals.schema.field(k) for k in self.keys]))
+        held = held.group_by(self.keys).aggregate([])  # each key once: a semi join
+        kept = removals.join(held, keys=self.keys, join_type="left semi")
+        kept = kept.select(rows.column_names).cast(rows.schema)
+        return pa.concat_tables([rows.filter(pc.invert(mask)), kept])
 
     def _checkpoint_if_due(self, table: Any) -> None:
         """A Delta checkpoint at every ``delta.checkpointInterval``-th version (10 by default),

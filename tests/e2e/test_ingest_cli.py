@@ -62,7 +62,8 @@ def test_json_events_per_epoch_and_exit_0_with_once(tmp_path: Path, kafka_bootst
     assert "Traceback" not in result.stderr
     # a small local table: delta-rs committed the epochs (--delta-engine auto, the default)
     table = tmp_path / "wh" / "shop" / "orders"
-    assert all(engine_of(table, e["delta_version"]).startswith("delta-rs") for e in epochs)
+    engines = [engine_of(table, e["delta_version"]) for e in epochs]
+    assert all(engine.startswith("delta-rs") for engine in engines), (engines, result.stderr)
 
     # without --json and without a terminal: nothing on stdout, one plain line per epoch on stderr
     # (and Spark's MERGE commits it when asked)

@@ -39,9 +39,14 @@ def _seeded(warehouse: Path, spark: SparkSession, ddl: str = DDL) -> Path:
 
 def _changes(spark: SparkSession) -> SparkBatch:
     """Every kind the MERGE applies: an insert, an update, a delete, a -U (removes), an upsert of
-    an existing key and of a new one, and a key changed twice (its later change wins)."""
+    an existing key and of a new one, a key changed twice (its later change wins), and removals of
+    keys the table does not hold (inserted and deleted within the epoch: no-ops, and rows that
+    delta-rs 1.6.6 with a Change Data Feed would fail on, ``_merge_with_delta_rs``)."""
     rows: list[tuple[int, str, str | None, int]] = [
         (100, "new", "+I", 0),
+        (200, "born", "+I", 8),
+        (200, "died", "-D", 9),
+        (201, "lone", "-U", 10),
         (1, "updated", "+U", 1),
         (2, "gone", "-D", 2),
         (3, "before", "-U", 3),
@@ -92,6 +97,7 @@ def test_delta_rs_commits_the_epoch_spark_would_commit(spark: SparkSession, tmp_
     got = dict((r[0], r[1]) for r in _rows(spark, rs))
     assert got[100] == "new" and got[1] == "updated" and got[5] == "second"
     assert 2 not in got and 3 not in got and got[4] == "upserted" and got[101] == "upserted-new"
+    assert 200 not in got and 201 not in got
     # the Change Data Feed of the epoch's version, as Spark reads it: the same for both
     assert _feed(spark, rs, versions["auto"]) == _feed(spark, sp, versions["spark"])
     assert "gone" not in {r[1] for r in _feed(spark, rs, versions["auto"])}  # deleted: old row
@@ -102,7 +108,7 @@ def test_delta_rs_commits_the_epoch_spark_would_commit(spark: SparkSession, tmp_
     assert epochs.writer_txn(rs, "w-1") == TxnState(0)
     info = epochs.commit_info(rs, versions["auto"]) or {}
     assert str(info.get("engineInfo")).startswith("delta-rs")
-    assert epochs.commit_rows(info) == 7  # one change per key
+    assert epochs.commit_rows(info) == 7  # one change per key, less the two no-op removals
     # the same epoch again: skipped as Spark's idempotent write skips it, never written twice
     again = DeltaCommitter(spec, rs, spark)
     with pytest.raises(Exception, match="Delta skipped epoch 0 of writer w-1"):
