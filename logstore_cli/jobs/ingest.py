@@ -1016,9 +1016,9 @@ class DeltaCommitter:
         if not isinstance(self.path, Path):
             self._say("the table is not on this machine's disk")
             return None
-        from deltalake import DeltaTable
-
         try:
+            from deltalake import DeltaTable
+
             opened = DeltaTable(str(self.path))
             return opened, _table_facts(opened)
         except Exception as exc:  # Spark's MERGE then fails, or not, saying why in its words
