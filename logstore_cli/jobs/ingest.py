@@ -732,10 +732,10 @@ def _committed(commit: epochs.EpochCommit) -> Committed:
 
 def _table_facts(table: Any) -> merge_engine.TableFacts:
     """What ``merge_engine.choose`` needs of a local table delta-rs opened."""
-    protocol = table.protocol()
-    fields = json.loads(table.schema().to_json()).get("fields", [])
     import pyarrow as pa
 
+    protocol = table.protocol()
+    fields = json.loads(table.schema().to_json()).get("fields", [])
     sizes = pa.table(table.get_add_actions(flatten=True)).column("size_bytes").to_pylist()
     return merge_engine.TableFacts(
         local=True,
@@ -754,7 +754,8 @@ def _features(names: list[str] | None) -> frozenset[str] | None:
 
 class DeltaCommitter:
     """``TableCommitter``: the Delta table, read through its log, written with MERGE (append
-    without a key) and Delta's idempotent-write transaction ids."""
+    without a key) and Delta's idempotent-write transaction ids — a keyed epoch's MERGE by
+    delta-rs where ``merge_engine.choose`` says it can, else by Spark."""
 
     def __init__(
         self,
