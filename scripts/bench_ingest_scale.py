@@ -16,7 +16,9 @@ ran on the warmest JVM and looked up to twice as fast). An epoch's time is the j
 (``EpochReport.seconds``: read, log, Delta commit, markers) for logstore, and the ``foreachBatch``
 call for the plain MERGE; the first round (Spark's planning and JIT warm-up) is reported but left
 out of the median. After the epochs: each table's file count and a full read (``count()`` in Spark).
-``--deletion-vectors`` turns deletion vectors on in all three tables.
+``--deletion-vectors`` turns deletion vectors on in all three tables. ``--delta-engine spark`` has
+the job commit every epoch with Spark's MERGE (the default, ``auto``, commits them by delta-rs
+for a table of up to 1 GiB of files; guide, "What an epoch's MERGE costs").
 
 The reference MERGE: ``t.id = s.id``, delete when ``op = '-D'``, update all / insert all else. The
 job's MERGE also bounds ``t.id`` to the epoch's key range, ranks a key's changes within the epoch
@@ -29,7 +31,7 @@ creates lives in one temporary directory, removed at the end (also after an erro
 
 Usage: .venv/bin/python scripts/bench_ingest_scale.py [--sizes 100000,1000000,10000000]
        [--epochs N] [--changes N] [--partitions P] [--bootstrap HOST:PORT] [--json]
-       [--deletion-vectors]
+       [--deletion-vectors] [--delta-engine auto|spark]
 Exit 0 when done, 1 when a run failed or did not do all its work, 2 for bad arguments.
 """
 
@@ -76,6 +78,7 @@ class Options:
     bootstrap: str | None
     json: bool
     dv: bool = False  # deletion vectors on in every table (logstore's and the plain one)
+    engine: str = "auto"  # who commits the job's epochs to Delta (``--delta-engine``)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -105,12 +108,15 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     ap.add_argument("--deletion-vectors", action="store_true",
                     help="turn deletion vectors on in every table, logstore's and the plain one")  # fmt: skip
+    ap.add_argument("--delta-engine", choices=("auto", "spark"), default="auto",
+                    help="who commits the job's epochs: auto (delta-rs up to 1 GiB) or spark")  # fmt: skip
     ns = ap.parse_args(argv)
     if ns.epochs < 2:
         ap.error("argument --epochs: at least 2 (the first epoch of each query is warm-up)")
     return Options(
-        ns.sizes, ns.epochs, ns.changes, ns.partitions, ns.bootstrap, ns.json, ns.deletion_vectors
-    )
+        ns.sizes, ns.epochs, ns.changes, ns.partitions, ns.bootstrap, ns.json,
+        ns.deletion_vectors, ns.delta_engine,
+    )  # fmt: skip
 
 
 def epoch_changes(
@@ -307,6 +313,7 @@ class ScaleBench:
             sequence_column=None, emit=EMIT[mode], trigger_s=0.5, once=True, job="bench",
             checkpoint=str(self.root / "checkpoints" / name),
             lease_ttl_s=job_api.DEFAULT_LEASE_TTL_S, max_epochs=None, skip_outside_through=None,
+            delta_engine=self.opts.engine,
         )  # fmt: skip
         reports: list[Any] = []
         lease = job_api.acquire_lease(job)
@@ -422,6 +429,7 @@ def measure(opts: Options, say: Callable[[str], None]) -> tuple[Result, dict[str
                 f"{1 - UPDATES - INSERTS:.0%} deletes",
                 "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
                 "deletion_vectors": "on in every table" if opts.dv else "off (Delta's default)",
+                "delta_engine": opts.engine,
                 **base.machine_facts(opts.bootstrap is None),
                 "load_average": " | ".join(loads),
             }

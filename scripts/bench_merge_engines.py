@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """What an epoch's Delta commit costs by engine: the same MERGE of the same changes into the same
 keyed table (Change Data Feed on, as logstore's tables), by Spark (delta-spark's
-``DeltaTable.merge``, as the ingest job runs it) and by delta-rs (``deltalake``'s
-``DeltaTable.merge``, in this process, no JVM), side by side in one run.
+``DeltaTable.merge``, as the ingest job runs it with ``--delta-engine spark`` or past delta-rs'
+bounds) and by delta-rs (``deltalake``'s ``DeltaTable.merge``, in this process, no JVM, a MERGE
+of the shape the job's delta-rs commit makes), side by side in one run.
 
 For each size S, two Delta tables hold the same S rows (``id`` 0..S-1, written by Spark in four
 files, as ``bench_ingest_scale.py`` loads them). Then the same epochs of changes

@@ -25,8 +25,10 @@ def test_options_default_and_refuse_bad_values(
     )
     assert bench.parse_args(["--sizes", "1_000,20"]).sizes == (1000, 20)
     assert opts.dv is False and bench.parse_args(["--deletion-vectors"]).dv is True
+    assert opts.engine == "auto" and bench.parse_args(["--delta-engine", "spark"]).engine == "spark"
     for bad, message in ((["--sizes", "1e6"], "comma-separated"), (["--sizes", "0"], "at least 1"),
-                         (["--epochs", "1"], "at least 2")):  # fmt: skip
+                         (["--epochs", "1"], "at least 2"),
+                         (["--delta-engine", "rust"], "invalid choice")):  # fmt: skip
         with pytest.raises(SystemExit) as exit_info:
             bench.parse_args(bad)
         assert exit_info.value.code == 2
