@@ -1123,8 +1123,9 @@ class DeltaCommitter:
         import pyarrow.compute as pc
         import pyarrow.dataset as ds
 
-        removing = pa.array(sorted(k.value for k in plan.REMOVING_KINDS))
-        mask = pc.fill_null(pc.is_in(rows.column(plan.KIND), value_set=removing), False)
+        kinds = rows.column(plan.KIND)
+        removing = pa.array(sorted(k.value for k in plan.REMOVING_KINDS)).cast(kinds.type)
+        mask = pc.fill_null(pc.is_in(kinds, value_set=removing), False)
         removals = rows.filter(mask)
         if removals.num_rows == 0:
             return rows
