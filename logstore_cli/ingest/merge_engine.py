@@ -43,7 +43,6 @@ _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 class TableFacts:
     """What the choice needs to know of the table, from its Delta log (delta-rs reads it)."""
 
-    local: bool  # the table is a directory on this machine (not S3 or HDFS)
     min_reader: int
     min_writer: int
     reader_features: frozenset[str] | None  # None below the table-features protocol (3 / 7)
@@ -70,22 +69,22 @@ def parse_choice(text: str) -> str:
     return value
 
 
-def choose(
-    requested: str,
-    *,
-    keys: Sequence[str],
-    columns: Sequence[str],
-    rows: int,
-    table: TableFacts,
-) -> Choice:
-    """The engine of one epoch's commit: delta-rs when ``requested`` is ``auto`` and it can write
-    this table and epoch, else Spark, saying why."""
+def spark_regardless(requested: str, *, keys: Sequence[str], local: bool) -> str | None:
+    """Why Spark commits every epoch of this job, decided before the table is opened; None when
+    delta-rs may (``choose`` then decides each epoch). ``local``: the table is a directory on this
+    machine (not on S3 or HDFS)."""
     if requested == SPARK:
-        return Choice(SPARK, "asked for (--delta-engine spark)")
+        return "asked for (--delta-engine spark)"
     if not keys:
-        return Choice(SPARK, "the table has no primary key: Spark appends its rows")
-    if not table.local:
-        return Choice(SPARK, "the table is not on this machine's disk")
+        return "the table has no primary key: Spark appends its rows"
+    if not local:
+        return "the table is not on this machine's disk"
+    return None
+
+
+def choose(*, columns: Sequence[str], rows: int, table: TableFacts) -> Choice:
+    """The engine of one epoch's commit, once ``spark_regardless`` said delta-rs may: delta-rs when
+    it can write this table and epoch, else Spark, saying why."""
     odd = [c for c in columns if not _PLAIN_NAME.fullmatch(c)]
     if odd:
         return Choice(SPARK, f"column {odd[0]!r} is not a plain name delta-rs takes as it is")

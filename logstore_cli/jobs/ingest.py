@@ -738,7 +738,6 @@ def _table_facts(table: Any) -> merge_engine.TableFacts:
     fields = json.loads(table.schema().to_json()).get("fields", [])
     sizes = pa.table(table.get_add_actions(flatten=True)).column("size_bytes").to_pylist()
     return merge_engine.TableFacts(
-        local=True,
         min_reader=protocol.min_reader_version,
         min_writer=protocol.min_writer_version,
         reader_features=_features(protocol.reader_features),
@@ -1011,11 +1010,12 @@ class DeltaCommitter:
 
     def _open_for_delta_rs(self) -> tuple[Any, merge_engine.TableFacts] | None:
         """The table's snapshot opened by delta-rs and what ``merge_engine.choose`` needs of it;
-        None when Spark commits whatever the epoch (asked for, or not a local table)."""
-        if self.engine == merge_engine.SPARK or not self.keys:
-            return None
-        if not isinstance(self.path, Path):
-            self._say("the table is not on this machine's disk")
+        None when Spark commits whatever the epoch (``merge_engine.spark_regardless``)."""
+        local = isinstance(self.path, Path)
+        reason = merge_engine.spark_regardless(self.engine, keys=self.keys, local=local)
+        if reason is not None:
+            if self.engine != merge_engine.SPARK:  # asked for: nothing to say
+                self._say(reason)
             return None
         try:
             from deltalake import DeltaTable
@@ -1027,9 +1027,7 @@ class DeltaCommitter:
             return None
 
     def _delta_rs_takes(self, facts: merge_engine.TableFacts, rows: int) -> bool:
-        choice = merge_engine.choose(
-            self.engine, keys=self.keys, columns=self.columns, rows=rows, table=facts
-        )
+        choice = merge_engine.choose(columns=self.columns, rows=rows, table=facts)
         if not choice.delta_rs:
             self._say(choice.reason)
         return choice.delta_rs
@@ -1058,7 +1056,8 @@ class DeltaCommitter:
         if state.fenced or (state.last_epoch is not None and state.last_epoch >= eid.epoch):
             raise LogstoreError(
                 f"Delta skipped epoch {eid.epoch} of writer {eid.writer}: its transaction version "
-                f"({state.last_epoch}{', fenced' if state.fenced else ''}) is at or past it"
+                f"({state.last_epoch}{', fenced' if state.fenced else ''}) is at or past it",
+                hint="another job may be writing with this checkpoint's writer id",
             )
         rows = self._without_noop_removals(table, source.frame.toArrow())
         quoted = {c: f"`{c}`" for c in [*self.columns, plan.KIND]}

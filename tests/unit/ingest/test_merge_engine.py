@@ -7,15 +7,15 @@ import pytest
 from logstore_cli.ingest import merge_engine as me
 
 LOGSTORE = me.TableFacts(
-    local=True, min_reader=1, min_writer=7, reader_features=None,
+    min_reader=1, min_writer=7, reader_features=None,
     writer_features=frozenset({"invariants", "changeDataFeed", "appendOnly"}),
     generated_columns=False, table_bytes=10_000,
 )  # fmt: skip
 
 
-def choose(requested: str = me.AUTO, *, rows: int = 20_000, **table: object) -> me.Choice:
+def choose(*, rows: int = 20_000, **table: object) -> me.Choice:
     facts = me.TableFacts(**{**LOGSTORE.__dict__, **table})  # type: ignore[arg-type]
-    return me.choose(requested, keys=["id"], columns=["id", "name"], rows=rows, table=facts)
+    return me.choose(columns=["id", "name"], rows=rows, table=facts)
 
 
 def test_a_logstore_table_and_a_small_epoch_go_to_delta_rs() -> None:
@@ -31,7 +31,6 @@ def test_a_logstore_table_and_a_small_epoch_go_to_delta_rs() -> None:
 @pytest.mark.parametrize(
     ("table", "rows", "reason"),
     [
-        ({"local": False}, 1, "not on this machine's disk"),
         ({"writer_features": frozenset({"deletionVectors", "changeDataFeed"}),
           "reader_features": frozenset({"deletionVectors"}), "min_reader": 3},
          1, "table feature(s) deletionVectors"),
@@ -52,16 +51,20 @@ def test_anything_else_goes_to_spark_saying_why(
     assert reason in choice.reason
 
 
-def test_spark_when_asked_and_for_tables_without_a_key_or_with_odd_column_names() -> None:
-    assert choose(me.SPARK) == me.Choice(me.SPARK, "asked for (--delta-engine spark)")
-    no_key = me.choose(me.AUTO, keys=[], columns=["a"], rows=1, table=LOGSTORE)
-    assert no_key.engine == me.SPARK and "no primary key" in no_key.reason
+def test_spark_when_asked_for_tables_without_a_key_off_this_disk_or_with_odd_column_names() -> None:
+    assert me.spark_regardless(me.AUTO, keys=["id"], local=True) is None  # choose() decides
+    assert (
+        me.spark_regardless(me.SPARK, keys=["id"], local=True) == "asked for (--delta-engine spark)"
+    )
+    no_key = me.spark_regardless(me.AUTO, keys=[], local=True)
+    assert no_key is not None and "no primary key" in no_key
+    remote = me.spark_regardless(me.AUTO, keys=["id"], local=False)
+    assert remote is not None and "not on this machine's disk" in remote
     for odd in ("a.b", "a b", "a`b", "é", "1a", ""):
-        got = me.choose(me.AUTO, keys=["id"], columns=["id", odd], rows=1, table=LOGSTORE)
+        got = me.choose(columns=["id", odd], rows=1, table=LOGSTORE)
         assert got.engine == me.SPARK and repr(odd) in got.reason, odd
     # reserved words are plain names: the MERGE quotes every name
-    plain = me.choose(me.AUTO, keys=["order"], columns=["order", "select", "_x1"], rows=1,
-                      table=LOGSTORE)  # fmt: skip
+    plain = me.choose(columns=["order", "select", "_x1"], rows=1, table=LOGSTORE)
     assert plain.delta_rs
 
 
