@@ -38,25 +38,46 @@ def _main() -> None:
     try:
         run_app()
     except SystemExit as done:
-        # hdfs_native is imported only once a command opened an hdfs:// warehouse (not by S3's),
-        # _pulsar (pulsar-client's native module) once it made a Pulsar client.
-        native = "hdfs_native" in sys.modules or "_pulsar" in sys.modules
-        if native and "pyspark" not in sys.modules:
-            _exit_before_teardown(done.code if isinstance(done.code, int) else 1)
+        if "pyspark" not in sys.modules and any(name in sys.modules for name in NATIVE_CLIENTS):
+            _exit_before_teardown(_exit_code(done.code))
         raise
+
+
+# Native modules whose threads outlive a command's last call and can be mid-way through releasing
+# a Python object when the interpreter tears down (``_exit_before_teardown``): imported only once a
+# command used them — hdfs_native once it opened an hdfs:// warehouse (not by S3's), _pulsar
+# (pulsar-client's) once it made a Pulsar client, deltalake's once it read or wrote a Delta table.
+NATIVE_CLIENTS = ("hdfs_native", "_pulsar", "deltalake._internal")
+
+
+def _exit_code(code: object) -> int:
+    """The status ``SystemExit(code)`` ends a process with, as the interpreter computes it: None
+    is 0, an int itself, anything else is printed to stderr and is 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    sys.stderr.write(f"{code}\n")
+    return 1
 
 
 def _exit_before_teardown(code: int) -> None:
     """End the process without the interpreter's teardown, once everything is written.
 
-    A command that reached HDFS (delta-rs and hdfs-native run native threads of their own) was
-    seen to abort at exit on a loaded machine after it had printed all its output and chosen its
-    code ("terminate called without an active exception", exit -6): a native thread still running
-    while the interpreter tore its modules down. pulsar-client's C++ client did the same after a
-    failed ``verify`` (its admin API unreachable), one run in four. Nothing of logstore's is left to do then (its
-    files are written and closed), so the code goes to the OS directly, the output and log
-    handlers flushed first. Only here, in the process's own entry point (never in a caller's
-    process), and never after Spark ran: its exit hooks stop the JVM.
+    Native threads can still be at work when a command returns, and the teardown races them:
+    Python ends a thread that asks for the GIL during finalization with ``pthread_exit``, and
+    that thread's unwinding through a C++ destructor is ``std::terminate`` — the process aborts
+    (exit -6, "terminate called without an active exception") after printing all its output and
+    choosing its code. Seen: a ``read --mode file`` or ``verify`` of a table on S3 (one run in
+    10 to 20 with three busy processes beside it), where an Arrow thread frees the Parquet
+    reader's read-ahead cache after the scan, releasing buffers that delta-rs's Python file
+    handler returned (its stack under gdb: ``PyBuffer::~PyBuffer`` → ``PyGILState_Ensure`` →
+    ``pthread_exit`` → ``std::terminate``); HDFS reads (delta-rs and hdfs-native);
+    pulsar-client's C++ client after a failed ``verify``.
+    Nothing of logstore's is left to do then (its files are written and closed), so the code goes
+    to the OS directly, the output and log handlers flushed first. Only here, in the process's
+    own entry point (never in a caller's process), and never after Spark ran: its exit hooks stop
+    the JVM.
     """
     import contextlib
     import logging

@@ -1,6 +1,6 @@
-"""The console entry point's exit: without the interpreter's teardown only after HDFS's or
-Pulsar's native client ran in the process (their threads were seen racing the teardown), never
-after Spark."""
+"""The console entry point's exit: without the interpreter's teardown only after HDFS's,
+Pulsar's or delta-rs's native code ran in the process (their threads were seen racing the
+teardown), never after Spark."""
 
 from __future__ import annotations
 
@@ -36,12 +36,16 @@ def exits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return called
 
 
-@pytest.mark.parametrize("native", ["hdfs_native", "_pulsar"])
+def _unloaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in entry.NATIVE_CLIENTS:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+@pytest.mark.parametrize("native", ["hdfs_native", "_pulsar", "deltalake._internal"])
 def test_a_process_that_ran_a_native_client_ends_without_teardown(
     exits: list[int], monkeypatch: pytest.MonkeyPatch, native: str
 ) -> None:
-    monkeypatch.delitem(sys.modules, "hdfs_native", raising=False)
-    monkeypatch.delitem(sys.modules, "_pulsar", raising=False)
+    _unloaded(monkeypatch)
     monkeypatch.setitem(sys.modules, native, types.ModuleType(native))
     monkeypatch.delitem(sys.modules, "pyspark", raising=False)
     with pytest.raises(_Exited):
@@ -51,16 +55,16 @@ def test_a_process_that_ran_a_native_client_ends_without_teardown(
 
 @pytest.mark.parametrize(
     "loaded",
-    [(), ("hdfs_native", "pyspark"), ("_pulsar", "pyspark")],
-    ids=["s3-or-local", "spark", "spark-on-pulsar"],
+    [(), ("hdfs_native", "pyspark"), ("_pulsar", "pyspark"), ("deltalake._internal", "pyspark")],
+    ids=["no-native-client", "spark", "spark-on-pulsar", "spark-and-delta-rs"],
 )
 def test_other_processes_exit_normally(
     exits: list[int], monkeypatch: pytest.MonkeyPatch, loaded: tuple[str, ...]
 ) -> None:
-    """An S3 or local command (logstore_cli.storage.hdfs may be imported: the seam names it) and
-    any process that ran Spark (its exit hooks stop the JVM) raise SystemExit as usual."""
-    monkeypatch.delitem(sys.modules, "hdfs_native", raising=False)
-    monkeypatch.delitem(sys.modules, "_pulsar", raising=False)
+    """A command that ran no native client (logstore_cli.storage.hdfs may be imported: the seam
+    names it) and any process that ran Spark (its exit hooks stop the JVM) raise SystemExit as
+    usual."""
+    _unloaded(monkeypatch)
     monkeypatch.delitem(sys.modules, "pyspark", raising=False)
     monkeypatch.setitem(sys.modules, "logstore_cli.storage.hdfs", types.ModuleType("x"))
     for name in loaded:
@@ -68,3 +72,25 @@ def test_other_processes_exit_normally(
     with pytest.raises(SystemExit) as done:
         entry.main()
     assert done.value.code == 3 and exits == []
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "printed"),
+    [(None, 0, ""), (0, 0, ""), (2, 2, ""), ("bad input", 1, "bad input\n")],
+)
+def test_the_status_without_teardown_is_the_interpreters(
+    exits: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    code: object,
+    status: int,
+    printed: str,
+) -> None:
+    """``SystemExit(None)`` is success and a message is printed and 1, as Python ends a process."""
+    _unloaded(monkeypatch)
+    monkeypatch.setitem(sys.modules, "hdfs_native", types.ModuleType("hdfs_native"))
+    monkeypatch.delitem(sys.modules, "pyspark", raising=False)
+    monkeypatch.setattr("logstore_cli.cli.app.main", lambda: sys.exit(code))
+    with pytest.raises(_Exited):
+        entry.main()
+    assert exits == [status] and capsys.readouterr().err == printed
