@@ -69,16 +69,13 @@ def parse_choice(text: str) -> str:
     return value
 
 
-def spark_regardless(requested: str, *, keys: Sequence[str], local: bool) -> str | None:
+def spark_regardless(requested: str, *, keys: Sequence[str]) -> str | None:
     """Why Spark commits every epoch of this job, decided before the table is opened; None when
-    delta-rs may (``choose`` then decides each epoch). ``local``: the table is a directory on this
-    machine (not on S3 or HDFS)."""
+    delta-rs may (``choose`` then decides each epoch)."""
     if requested == SPARK:
         return "asked for (--delta-engine spark)"
     if not keys:
         return "the table has no primary key: Spark appends its rows"
-    if not local:
-        return "the table is not on this machine's disk"
     return None
 
 

@@ -731,7 +731,7 @@ def _committed(commit: epochs.EpochCommit) -> Committed:
 
 
 def _table_facts(table: Any) -> merge_engine.TableFacts:
-    """What ``merge_engine.choose`` needs of a local table delta-rs opened."""
+    """What ``merge_engine.choose`` needs of a table delta-rs opened."""
     import pyarrow as pa
 
     protocol = table.protocol()
@@ -1011,8 +1011,7 @@ class DeltaCommitter:
     def _open_for_delta_rs(self) -> tuple[Any, merge_engine.TableFacts] | None:
         """The table's snapshot opened by delta-rs and what ``merge_engine.choose`` needs of it;
         None when Spark commits whatever the epoch (``merge_engine.spark_regardless``)."""
-        local = isinstance(self.path, Path)
-        reason = merge_engine.spark_regardless(self.engine, keys=self.keys, local=local)
+        reason = merge_engine.spark_regardless(self.engine, keys=self.keys)
         if reason is not None:
             if self.engine != merge_engine.SPARK:  # asked for: nothing to say
                 self._say(reason)
@@ -1020,7 +1019,11 @@ class DeltaCommitter:
         try:
             from deltalake import DeltaTable
 
-            opened = DeltaTable(str(self.path))
+            # On S3 and HDFS with the storage options (keys for delta-rs only, never logged):
+            # its commit there is a put if absent (S3's If-None-Match: *, HDFS's rename without
+            # overwrite of a file written aside), so a commit that lost the race fails whole.
+            uri, options = delta_rs_args(self.path)
+            opened = DeltaTable(uri, storage_options=options)
             return opened, _table_facts(opened)
         except Exception as exc:  # Spark's MERGE then fails, or not, saying why in its words
             self._say(f"delta-rs cannot open the table ({_first_line(exc)})")

@@ -25,7 +25,7 @@ from deltalake import DeltaTable
 from logstore_cli.storage.hdfs_server import HdfsServerInfo
 from tests.e2e import plain_spark_read
 from tests.e2e.test_hdfs_tables_cli import Lake
-from tests.e2e.test_s3_ingest_cli import by_key, folded
+from tests.e2e.test_s3_ingest_cli import by_key, engines, folded
 from tests.integration.jobs.ingest_support import (
     Change,
     changes,
@@ -105,6 +105,8 @@ def test_ingest_on_hdfs_writes_both_stores_exactly_once_with_the_job_state_on_hd
     # A table Spark wrote on hdfs:// is a plain Delta table to delta-rs and the plain session.
     table = DeltaTable(uri)
     assert table.version() == epochs[-1]["delta_version"]
+    # The epochs' MERGEs were delta-rs's (a rename without overwrite on HDFS), not Spark's.
+    assert engines(table, [e["delta_version"] for e in epochs]) == {"delta-rs"}
     assert by_key(table.to_pyarrow_table().to_pylist()) == want == by_key(plain.rows())
 
     # A second job with its checkpoint on HDFS outside the warehouse (--checkpoint hdfs://…): a

@@ -115,7 +115,9 @@ def test_ingest_on_s3_writes_both_stores_exactly_once_with_the_job_state_on_s3(
     everything = changes(130, keys=25, seed=5)
     log, more = everything[:90], everything[90:]
     write_files(lake.cwd / "in", [log[:50], log[50:]])
-    first = ingest(lake, "--source-option", "maxFilesPerTrigger=1")
+    # The first ingest's epochs by Spark's MERGE (a file per shuffle partition: optimize below
+    # has files to compact), the second's by delta-rs (the default): one table, both engines.
+    first = ingest(lake, "--source-option", "maxFilesPerTrigger=1", "--delta-engine", "spark")
     assert [e["epoch"] for e in first] == [0, 1]
     assert sum(e["quarantined"] for e in first) == 0
 
@@ -175,8 +177,21 @@ def test_ingest_on_s3_writes_both_stores_exactly_once_with_the_job_state_on_s3(
     # options a user writes (not logstore's), and to the plain Spark session on s3a://.
     table = DeltaTable(f"s3://{lake.bucket}/{PREFIX}", storage_options=lake_options(lake))
     assert table.version() == second[-1]["delta_version"]
+    # Spark's MERGE committed the first ingest's epochs, delta-rs's (put if absent) the second's.
+    assert engines(table, [e["delta_version"] for e in first]) == {"spark"}
+    assert engines(table, [e["delta_version"] for e in second]) == {"delta-rs"}
     assert by_key(table.to_pyarrow_table().to_pylist()) == expected(everything)
     assert by_key(plain.rows()) == expected(log)
+
+
+def engines(table: DeltaTable, versions: list[int]) -> set[str]:
+    """Which engines wrote those commits of ``table``: "delta-rs", "spark", else their engineInfo."""
+    history = {int(c["version"]): str(c.get("engineInfo", "")) for c in table.history()}
+    named = {"delta-rs": "delta-rs", "Apache-Spark/": "spark"}
+    return {
+        next((n for p, n in named.items() if history[v].startswith(p)), history[v])
+        for v in versions
+    }
 
 
 def check_optimize_holds_the_lease(lake: Lake, writer: str, want: State) -> None:

@@ -51,15 +51,11 @@ def test_anything_else_goes_to_spark_saying_why(
     assert reason in choice.reason
 
 
-def test_spark_when_asked_for_tables_without_a_key_off_this_disk_or_with_odd_column_names() -> None:
-    assert me.spark_regardless(me.AUTO, keys=["id"], local=True) is None  # choose() decides
-    assert (
-        me.spark_regardless(me.SPARK, keys=["id"], local=True) == "asked for (--delta-engine spark)"
-    )
-    no_key = me.spark_regardless(me.AUTO, keys=[], local=True)
+def test_spark_when_asked_for_tables_without_a_key_or_with_odd_column_names() -> None:
+    assert me.spark_regardless(me.AUTO, keys=["id"]) is None  # choose() decides
+    assert me.spark_regardless(me.SPARK, keys=["id"]) == "asked for (--delta-engine spark)"
+    no_key = me.spark_regardless(me.AUTO, keys=[])
     assert no_key is not None and "no primary key" in no_key
-    remote = me.spark_regardless(me.AUTO, keys=["id"], local=False)
-    assert remote is not None and "not on this machine's disk" in remote
     for odd in ("a.b", "a b", "a`b", "é", "1a", ""):
         got = me.choose(columns=["id", odd], rows=1, table=LOGSTORE)
         assert got.engine == me.SPARK and repr(odd) in got.reason, odd
