@@ -164,10 +164,13 @@ CASES: dict[str, tuple[list[str], dict[str, str], frozenset[str], frozenset[str]
 }
 
 # Runs the console script's main() and prints its exit code, the start of its output, and the
-# package's modules and the top-level libraries it loaded.
+# package's modules and the top-level libraries it loaded. A command that ran delta-rs ends
+# without the interpreter's teardown (os._exit): here a SystemExit instead, so the probe prints.
 _PROBE = """
 import contextlib, io, sys
+import logstore_cli.__main__ as entry
 from logstore_cli.__main__ import main
+entry._exit_before_teardown = sys.exit
 out = io.StringIO()
 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
     try:
