@@ -8,6 +8,7 @@ every touched file through a full outer join that shuffles all its rows. But del
 process: it takes an epoch the driver can hold, into a table whose files it can read, with only
 the table features it writes. Anything else, and every table a user asks Spark for, goes through
 Spark, as before. Both commit with the same transaction id, metadata and checks (design.md §8).
+A table without a key appends its epochs' rows, by delta-rs too under the same rules.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ SPARK: Final = "spark"
 DELTA_RS: Final = "delta-rs"
 CHOICES: Final = (AUTO, SPARK)  # what a user may ask for (``--delta-engine``)
 
-# The epoch's MERGE source is collected to the driver (Arrow) for delta-rs: a bound on its rows.
+# The epoch's MERGE source (or a keyless table's appended rows) is collected to the driver (Arrow)
+# for delta-rs: a bound on its rows.
 MAX_ROWS: Final = 1_000_000
 # delta-rs reads the files the epoch touches in this process: a bound on the table's bytes (the
 # files a random-key epoch touches are all of them). Past it a cluster's executors do the work.
@@ -69,19 +71,18 @@ def parse_choice(text: str) -> str:
     return value
 
 
-def spark_regardless(requested: str, *, keys: Sequence[str]) -> str | None:
+def spark_regardless(requested: str) -> str | None:
     """Why Spark commits every epoch of this job, decided before the table is opened; None when
     delta-rs may (``choose`` then decides each epoch)."""
     if requested == SPARK:
         return "asked for (--delta-engine spark)"
-    if not keys:
-        return "the table has no primary key: Spark appends its rows"
     return None
 
 
-def choose(*, columns: Sequence[str], rows: int, table: TableFacts) -> Choice:
+def choose(*, columns: Sequence[str], rows: int, table: TableFacts, append: bool = False) -> Choice:
     """The engine of one epoch's commit, once ``spark_regardless`` said delta-rs may: delta-rs when
-    it can write this table and epoch, else Spark, saying why."""
+    it can write this table and epoch, else Spark, saying why. ``append``: a table without a key,
+    whose epoch is appended (no file of the table is read: its size does not matter)."""
     odd = [c for c in columns if not _PLAIN_NAME.fullmatch(c)]
     if odd:
         return Choice(SPARK, f"column {odd[0]!r} is not a plain name delta-rs takes as it is")
@@ -92,7 +93,7 @@ def choose(*, columns: Sequence[str], rows: int, table: TableFacts) -> Choice:
         return Choice(SPARK, "the table has generated or identity columns")
     if rows > MAX_ROWS:
         return Choice(SPARK, f"the epoch's {rows:,} changes are more than {MAX_ROWS:,}")
-    if table.table_bytes > MAX_TABLE_BYTES:
+    if not append and table.table_bytes > MAX_TABLE_BYTES:
         return Choice(SPARK, f"the table's files hold {table.table_bytes:,} bytes, more than 1 GiB")
     return Choice(DELTA_RS, "")
 

@@ -953,10 +953,20 @@ class DeltaCommitter:
         meta = commit_metadata(eid, offsets)
         session: SparkSession = good.sparkSession  # the foreachBatch clone: see design.md §8
         if not self.keys:
-            self.last_engine = merge_engine.SPARK
+            # delta-rs' snapshot first, as for a MERGE (below): a commit landing while the rows
+            # are computed fails this one.
+            opened = self._open_for_delta_rs()
             rows = good.filter(F.coalesce(F.col(plan.KIND), F.lit("+I")).isin("+I", "+U")).select(
                 *[F.col(_name(c)) for c in self.columns]
             )
+            if opened is not None:
+                # at most the batch's good records (known once the quarantine counted them)
+                bound = batch.good_rows if batch.good_rows is not None else rows.count()
+                if self._delta_rs_takes(opened[1], bound, append=True) and (
+                    self._append_with_delta_rs(opened[0], rows, eid, meta)
+                ):
+                    return
+            self.last_engine = merge_engine.SPARK
             (
                 rows.write.format("delta")
                 .mode("append")
@@ -1011,11 +1021,8 @@ class DeltaCommitter:
     def _open_for_delta_rs(self) -> tuple[Any, merge_engine.TableFacts] | None:
         """The table's snapshot opened by delta-rs and what ``merge_engine.choose`` needs of it;
         None when Spark commits whatever the epoch (``merge_engine.spark_regardless``)."""
-        reason = merge_engine.spark_regardless(self.engine, keys=self.keys)
-        if reason is not None:
-            if self.engine != merge_engine.SPARK:  # asked for: nothing to say
-                self._say(reason)
-            return None
+        if merge_engine.spark_regardless(self.engine) is not None:
+            return None  # asked for: nothing to say
         try:
             from deltalake import DeltaTable
 
@@ -1029,8 +1036,10 @@ class DeltaCommitter:
             self._say(f"delta-rs cannot open the table ({_first_line(exc)})")
             return None
 
-    def _delta_rs_takes(self, facts: merge_engine.TableFacts, rows: int) -> bool:
-        choice = merge_engine.choose(columns=self.columns, rows=rows, table=facts)
+    def _delta_rs_takes(
+        self, facts: merge_engine.TableFacts, rows: int, *, append: bool = False
+    ) -> bool:
+        choice = merge_engine.choose(columns=self.columns, rows=rows, table=facts, append=append)
         if not choice.delta_rs:
             self._say(choice.reason)
         return choice.delta_rs
@@ -1045,23 +1054,9 @@ class DeltaCommitter:
         self, table: Any, source: MergeSource, eid: EpochId, meta: str
     ) -> bool:
         """The epoch's MERGE by delta-rs, on the snapshot ``table`` holds: the same clauses, the
-        same transaction id and ``userMetadata`` as Spark's; True when committed. Spark's
-        idempotent write skips an epoch whose writer's transaction version is at or above it (done,
-        or fenced); here that version is read from the very snapshot the MERGE commits over, and
-        the commit does not retry: any commit after that snapshot (a fence, an outside write, a
-        compaction) fails it with DELTA_RS_CONFLICT, which ``commit`` sorts out as it does Spark's
-        conflicts. Any other failure of delta-rs (it commits last, so nothing was committed) is
-        logged and returns False: Spark's MERGE commits the epoch, and this job's later ones."""
-        from deltalake import CommitProperties, PostCommitHookProperties, Transaction
-        from deltalake.exceptions import CommitFailedError
-
-        state = decode_txn_version(table.transaction_version(eid.writer))
-        if state.fenced or (state.last_epoch is not None and state.last_epoch >= eid.epoch):
-            raise LogstoreError(
-                f"Delta skipped epoch {eid.epoch} of writer {eid.writer}: its transaction version "
-                f"({state.last_epoch}{', fenced' if state.fenced else ''}) is at or past it",
-                hint="another job may be writing with this checkpoint's writer id",
-            )
+        same transaction id and ``userMetadata`` as Spark's; True when committed (see
+        ``_commit_with_delta_rs``)."""
+        self._check_unwritten(table, eid)
         rows = self._without_noop_removals(table, source.frame.toArrow())
         quoted = {c: f"`{c}`" for c in [*self.columns, plan.KIND]}
         on = " AND ".join(f"t.{quoted[k]} = s.{quoted[k]}" for k in self.keys)
@@ -1069,13 +1064,8 @@ class DeltaCommitter:
         removing = ", ".join(sorted(f"'{k.value}'" for k in plan.REMOVING_KINDS))
         keeping = f"{kind} IS NULL OR {kind} NOT IN ({removing})"
         values = {quoted[c]: f"s.{quoted[c]}" for c in self.columns}
-        props = CommitProperties(
-            app_transactions=[Transaction(app_id=eid.writer, version=eid.epoch)],
-            custom_metadata={"userMetadata": meta},
-            max_commit_retries=0,
-        )
-        read_version = table.version()
-        try:
+
+        def merge(props: Any, hooks: Any) -> None:
             (
                 table.merge(
                     rows,
@@ -1085,16 +1075,68 @@ class DeltaCommitter:
                     # the source is in memory: its key statistics prune the files it scans
                     streamed_exec=False,
                     commit_properties=props,
-                    # checkpoints as Spark writes them, after the commit (_checkpoint_if_due)
-                    post_commithook_properties=PostCommitHookProperties(
-                        create_checkpoint=False, cleanup_expired_logs=False
-                    ),
+                    post_commithook_properties=hooks,
                 )
                 .when_matched_delete(f"{kind} IN ({removing})")
                 .when_matched_update(values, keeping)
                 .when_not_matched_insert(values, keeping)
                 .execute()
             )
+
+        return self._commit_with_delta_rs(table, eid, meta, merge)
+
+    def _append_with_delta_rs(self, table: Any, rows: DataFrame, eid: EpochId, meta: str) -> bool:
+        """A keyless table's epoch appended by delta-rs, on the snapshot ``table`` holds, with the
+        transaction id and ``userMetadata`` Spark's append writes; True when committed (see
+        ``_commit_with_delta_rs``)."""
+        from deltalake import write_deltalake
+
+        self._check_unwritten(table, eid)
+        data = rows.toArrow()
+
+        def append(props: Any, hooks: Any) -> None:
+            write_deltalake(
+                table, data, mode="append", commit_properties=props,
+                post_commithook_properties=hooks,
+            )  # fmt: skip
+
+        return self._commit_with_delta_rs(table, eid, meta, append)
+
+    @staticmethod
+    def _check_unwritten(table: Any, eid: EpochId) -> None:
+        """Spark's idempotent write skips an epoch whose writer's transaction version is at or
+        above it (done, or fenced): the same check, on the very snapshot delta-rs commits over (a
+        separately loaded one would let a fence landing in between through)."""
+        state = decode_txn_version(table.transaction_version(eid.writer))
+        if state.fenced or (state.last_epoch is not None and state.last_epoch >= eid.epoch):
+            raise LogstoreError(
+                f"Delta skipped epoch {eid.epoch} of writer {eid.writer}: its transaction version "
+                f"({state.last_epoch}{', fenced' if state.fenced else ''}) is at or past it",
+                hint="another job may be writing with this checkpoint's writer id",
+            )
+
+    def _commit_with_delta_rs(
+        self, table: Any, eid: EpochId, meta: str, write: Callable[[Any, Any], None]
+    ) -> bool:
+        """``write(commit_properties, post_commit_hooks)`` — a delta-rs MERGE or append — as the
+        epoch's commit, with its transaction id and metadata. No retry: any commit after the
+        snapshot ``table`` holds (a fence, an outside write, a compaction) fails it with
+        DELTA_RS_CONFLICT, which ``commit`` sorts out as it does Spark's conflicts. Any other
+        failure of delta-rs (it commits last, so nothing was committed) is logged and returns
+        False: Spark commits the epoch, and this job's later ones."""
+        from deltalake import CommitProperties, PostCommitHookProperties, Transaction
+        from deltalake.exceptions import CommitFailedError
+
+        props = CommitProperties(
+            app_transactions=[Transaction(app_id=eid.writer, version=eid.epoch)],
+            custom_metadata={"userMetadata": meta},
+            max_commit_retries=0,
+        )
+        # checkpoints as Spark writes them, after the commit (_checkpoint_if_due)
+        hooks = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
+        read_version = table.version()
+        try:
+            write(props, hooks)
         except CommitFailedError as exc:
             raise LogstoreError(
                 f"{DELTA_RS_CONFLICT}: another commit took the Delta version after "
@@ -1104,8 +1146,8 @@ class DeltaCommitter:
         except Exception as exc:
             self.engine = merge_engine.SPARK
             log.warning(
-                "delta-rs could not commit epoch %d of %s (%s); Spark's MERGE commits it and "
-                "this job's later epochs",
+                "delta-rs could not commit epoch %d of %s (%s); Spark commits it and this "
+                "job's later epochs",
                 eid.epoch,
                 self.name,
                 _first_line(exc),

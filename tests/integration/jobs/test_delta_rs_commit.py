@@ -163,3 +163,64 @@ def test_when_delta_rs_fails_spark_commits_the_epoch_and_the_later_ones(
     monkeypatch.undo()
     committer.commit(_batch(spark, None), EpochId("w-1", 1, "a-2"), {0: 2})
     assert committer.last_engine == "spark"  # the job keeps to Spark after a failure
+
+
+KEYLESS = (
+    "CREATE TABLE shop.e (id BIGINT, name STRING, amount DECIMAL(10,2), at TIMESTAMP, day DATE, "
+    "ok BOOLEAN, score DOUBLE, n INT) USING delta"
+)
+
+
+def _appended(spark: SparkSession) -> SparkBatch:
+    """An epoch of a table without a key, every type the DDL maps: inserts, updates and upserts
+    are appended, removals (``-D``, ``-U``) are not."""
+    rows = [(1, "a", "+I"), (2, None, "+U"), (3, "c", None), (4, "d", "-D"), (5, "e", "-U")]
+    frame = spark.createDataFrame(rows, "id bigint, name string, kind string").select(
+        "id",
+        "name",
+        (F.col("id") * F.lit(1.25)).cast("decimal(10,2)").alias("amount"),
+        F.expr("timestamp_seconds(1764100000 + id)").alias("at"),
+        F.expr("date_add(date'2026-11-27', cast(id as int))").alias("day"),
+        (F.col("id") % 2 == 0).alias("ok"),
+        (F.col("id") / F.lit(3)).alias("score"),
+        F.col("id").cast("int").alias("n"),
+        F.lit(None).cast("string").alias(plan.ERROR),
+        F.col("kind").alias(plan.KIND),
+        F.lit(None).cast("bigint").alias(plan.SEQ),
+        F.struct(F.lit("f").alias("file"), F.col("id").alias("line")).alias(plan.ARRIVAL),
+    )
+    return SparkBatch(frame, ["file", "line"])
+
+
+def test_delta_rs_appends_a_keyless_epoch_as_spark_would(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    paths = {engine: write_table(tmp_path / engine, KEYLESS) for engine in ("auto", "spark")}
+    spec = load_table(tmp_path / "auto", "shop.e").spec
+    assert not spec.primary_key
+    eid = EpochId("w-1", 0, "a-1")
+    versions = {}
+    for engine, path in paths.items():
+        committer = DeltaCommitter(spec, path, spark, engine)
+        versions[engine] = committer.commit(_appended(spark), eid, {0: 5})
+        assert committer.last_engine == ("delta-rs" if engine == "auto" else "spark")
+    rs, sp = paths["auto"], paths["spark"]
+
+    def rows(path: Path) -> list[tuple[Any, ...]]:
+        return sorted(tuple(r) for r in spark.read.format("delta").load(str(path)).collect())
+
+    assert rows(rs) == rows(sp) and [r[0] for r in rows(rs)] == [1, 2, 3]
+    feed = _feed(spark, rs, versions["auto"])
+    assert feed == _feed(spark, sp, versions["spark"])
+    assert {r[2] for r in feed} == {"insert"}
+    found = epochs.find_epoch_commit(rs, "w-1", 0)
+    assert found is not None and found.version == versions["auto"]
+    assert found.positions == epochs.find_epoch_commit(sp, "w-1", 0).positions  # type: ignore[union-attr]
+    assert epochs.writer_txn(rs, "w-1") == TxnState(0)
+    info = epochs.commit_info(rs, versions["auto"]) or {}
+    assert str(info.get("engineInfo")).startswith("delta-rs")
+    assert epochs.commit_rows(info) == 3  # what status and history show
+    # the same epoch again: skipped, never appended twice
+    with pytest.raises(Exception, match="Delta skipped epoch 0 of writer w-1"):
+        DeltaCommitter(spec, rs, spark).commit(_appended(spark), eid, {0: 5})
+    assert len(rows(rs)) == 3

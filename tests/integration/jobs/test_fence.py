@@ -19,16 +19,16 @@ from logstore_cli.catalog.tables import load_table
 from logstore_cli.jobs.ingest import DeltaCommitter, WriterFenced
 from logstore_cli.logformat.wire import FENCED_BASE, EpochId, Fence, TxnState
 
-from .test_optimize import DEADLINE_S, ENGINES, _batch, _race, _table
+from .test_optimize import DEADLINE_S, KEYED_OR_NOT, _batch, _race, _table
 
 pytestmark = [pytest.mark.integration]
 
 
-@ENGINES
+@KEYED_OR_NOT
 def test_a_commit_whose_snapshot_predates_the_fence_fails_and_a_later_one_is_skipped(
-    spark: SparkSession, tmp_path: Path, engine: str
+    spark: SparkSession, tmp_path: Path, engine: str, keyed: bool
 ) -> None:
-    path = _table(tmp_path / "wh", spark)
+    path = _table(tmp_path / "wh", spark, keyed=keyed)
     spec = load_table(tmp_path / "wh", "shop.t").spec
     a = DeltaCommitter(spec, path, spark, engine)
     a.commit(_batch(spark, None), EpochId("w-a", 0, "a-0"), {0: 1})
@@ -69,7 +69,8 @@ def test_a_commit_whose_snapshot_predates_the_fence_fails_and_a_later_one_is_ski
     found = epochs.find_epoch_commit(path, "w-a", 1)
     assert found is not None and found.version == committed
     assert a.last_engine == ("delta-rs" if engine == "auto" else "spark")
-    assert spark.read.format("delta").load(str(path)).where("id = 100").count() == 1
+    # once, or (a table without a key appends) once by each committed epoch: 0 and 1
+    assert spark.read.format("delta").load(str(path)).where("id = 100").count() == 1 + (not keyed)
 
 
 def test_a_writer_that_committed_nothing_is_fenced_and_unfenced_apart_from_epoch_0(

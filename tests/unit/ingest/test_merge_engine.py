@@ -28,6 +28,15 @@ def test_a_logstore_table_and_a_small_epoch_go_to_delta_rs() -> None:
     assert choose(rows=me.MAX_ROWS, table_bytes=me.MAX_TABLE_BYTES).delta_rs  # the bounds hold
 
 
+def test_an_append_reads_no_file_so_the_tables_size_does_not_matter() -> None:
+    facts = me.TableFacts(**{**LOGSTORE.__dict__, "table_bytes": me.MAX_TABLE_BYTES * 10})
+    assert me.choose(columns=["id"], rows=1, table=facts, append=True).delta_rs
+    assert not me.choose(columns=["id"], rows=1, table=facts).delta_rs
+    # the other bounds hold for appends too
+    big = me.choose(columns=["id"], rows=me.MAX_ROWS + 1, table=LOGSTORE, append=True)
+    assert not big.delta_rs and "more than 1,000,000" in big.reason
+
+
 @pytest.mark.parametrize(
     ("table", "rows", "reason"),
     [
@@ -51,11 +60,9 @@ def test_anything_else_goes_to_spark_saying_why(
     assert reason in choice.reason
 
 
-def test_spark_when_asked_for_tables_without_a_key_or_with_odd_column_names() -> None:
-    assert me.spark_regardless(me.AUTO, keys=["id"]) is None  # choose() decides
-    assert me.spark_regardless(me.SPARK, keys=["id"]) == "asked for (--delta-engine spark)"
-    no_key = me.spark_regardless(me.AUTO, keys=[])
-    assert no_key is not None and "no primary key" in no_key
+def test_spark_when_asked_for_or_with_odd_column_names() -> None:
+    assert me.spark_regardless(me.AUTO) is None  # choose() decides
+    assert me.spark_regardless(me.SPARK) == "asked for (--delta-engine spark)"
     for odd in ("a.b", "a b", "a`b", "é", "1a", ""):
         got = me.choose(columns=["id", odd], rows=1, table=LOGSTORE)
         assert got.engine == me.SPARK and repr(odd) in got.reason, odd
