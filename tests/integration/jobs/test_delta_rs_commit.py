@@ -83,6 +83,19 @@ def _feed(spark: SparkSession, path: Path, version: int) -> list[tuple[Any, ...]
     return sorted((r.id, r.name, r._change_type) for r in frame.collect())
 
 
+def _carries_the_epoch(rs: Path, sp: Path, versions: dict[str, int], *, rows: int) -> None:
+    """delta-rs's commit of epoch 0 of writer w-1 in ``rs`` carries the epoch as Spark's in
+    ``sp`` does: metadata (positions), transaction id; and its rows (what status and history
+    show) and the engine that wrote it."""
+    found = epochs.find_epoch_commit(rs, "w-1", 0)
+    assert found is not None and found.version == versions["auto"]
+    assert found.positions == epochs.find_epoch_commit(sp, "w-1", 0).positions  # type: ignore[union-attr]
+    assert epochs.writer_txn(rs, "w-1") == TxnState(0)
+    info = epochs.commit_info(rs, versions["auto"]) or {}
+    assert str(info.get("engineInfo")).startswith("delta-rs")
+    assert epochs.commit_rows(info) == rows
+
+
 def test_delta_rs_commits_the_epoch_spark_would_commit(spark: SparkSession, tmp_path: Path) -> None:
     paths = {engine: _seeded(tmp_path / engine, spark) for engine in ("auto", "spark")}
     spec = load_table(tmp_path / "auto", "shop.t").spec
@@ -101,14 +114,7 @@ def test_delta_rs_commits_the_epoch_spark_would_commit(spark: SparkSession, tmp_
     # the Change Data Feed of the epoch's version, as Spark reads it: the same for both
     assert _feed(spark, rs, versions["auto"]) == _feed(spark, sp, versions["spark"])
     assert "gone" not in {r[1] for r in _feed(spark, rs, versions["auto"])}  # deleted: old row
-    # the commit carries the epoch: metadata, transaction id, rows, the engine that wrote it
-    found = epochs.find_epoch_commit(rs, "w-1", 0)
-    assert found is not None and found.version == versions["auto"]
-    assert found.positions == epochs.find_epoch_commit(sp, "w-1", 0).positions  # type: ignore[union-attr]
-    assert epochs.writer_txn(rs, "w-1") == TxnState(0)
-    info = epochs.commit_info(rs, versions["auto"]) or {}
-    assert str(info.get("engineInfo")).startswith("delta-rs")
-    assert epochs.commit_rows(info) == 7  # one change per key, less the two no-op removals
+    _carries_the_epoch(rs, sp, versions, rows=7)  # one change per key, less two no-op removals
     # the same epoch again: skipped as Spark's idempotent write skips it, never written twice
     again = DeltaCommitter(spec, rs, spark)
     with pytest.raises(Exception, match="Delta skipped epoch 0 of writer w-1"):
@@ -213,13 +219,7 @@ def test_delta_rs_appends_a_keyless_epoch_as_spark_would(
     feed = _feed(spark, rs, versions["auto"])
     assert feed == _feed(spark, sp, versions["spark"])
     assert {r[2] for r in feed} == {"insert"}
-    found = epochs.find_epoch_commit(rs, "w-1", 0)
-    assert found is not None and found.version == versions["auto"]
-    assert found.positions == epochs.find_epoch_commit(sp, "w-1", 0).positions  # type: ignore[union-attr]
-    assert epochs.writer_txn(rs, "w-1") == TxnState(0)
-    info = epochs.commit_info(rs, versions["auto"]) or {}
-    assert str(info.get("engineInfo")).startswith("delta-rs")
-    assert epochs.commit_rows(info) == 3  # what status and history show
+    _carries_the_epoch(rs, sp, versions, rows=3)
     # the same epoch again: skipped, never appended twice
     with pytest.raises(Exception, match="Delta skipped epoch 0 of writer w-1"):
         DeltaCommitter(spec, rs, spark).commit(_appended(spark), eid, {0: 5})
