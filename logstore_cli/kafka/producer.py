@@ -25,6 +25,7 @@ thread-safe.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -485,6 +486,11 @@ class LogProducer:
         if err is None:
             return self._errors.map(exc or KafkaException(KafkaError(KafkaError.UNKNOWN)), op)
         code = err.code()
+        if code == KafkaError._FATAL and self._fatal is None and self._producer is not None:
+            # produce() refused the record because the client failed after the last poll (e.g.
+            # the broker refused the idempotent producer an id): the next poll says why.
+            with contextlib.suppress(LogstoreError):
+                self._serve(self._producer.poll, 0)
         if code == KafkaError._FATAL and self._fatal is not None:
             return self._fatal  # what made the client fail, not its refusal since
         if code in _NOT_FOUND:

@@ -125,9 +125,13 @@ def _check(s: Setup) -> dict[str, int]:
 
 
 def _topic_replication(bootstrap: str, topic: str) -> int:
+    """The topic's replication factor, once the node asked knows the topic (a topic just created
+    reaches every node's metadata a moment later)."""
+    deadline = time.monotonic() + 15
     with KafkaAdmin(bootstrap, {}, timeout_s=15) as admin:
-        info = admin.describe_topic(topic)
-    assert info is not None
+        while (info := admin.describe_topic(topic)) is None:
+            assert time.monotonic() < deadline, f"no node knows topic {topic} after 15 s"
+            time.sleep(0.1)
     return info.replication
 
 
