@@ -488,8 +488,9 @@ class LogProducer:
         code = err.code()
         if code == KafkaError._FATAL and self._fatal is None and self._producer is not None:
             # produce() refused the record because the client failed after the last poll (e.g.
-            # the broker refused the idempotent producer an id): the next poll says why.
-            with contextlib.suppress(LogstoreError):
+            # the broker refused the idempotent producer an id): the next poll says why. Only a
+            # look: whatever the poll raises, the record's own error below stands.
+            with contextlib.suppress(LogstoreError, KafkaException, SystemError):
                 self._serve(self._producer.poll, 0)
         if code == KafkaError._FATAL and self._fatal is not None:
             return self._fatal  # what made the client fail, not its refusal since
